@@ -1,0 +1,177 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Where the event log and the read models live; follows from the two URLs (design.md). */
+export type StorageMode = 'embedded' | 'server' | 'scale-out';
+
+const secretList = z
+  .string()
+  .optional()
+  .transform((raw) =>
+    (raw ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  );
+
+const csv = z
+  .string()
+  .optional()
+  .transform((raw) =>
+    (raw ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  );
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+/**
+ * Every environment variable hookline reads. The README's configuration table mirrors this
+ * schema; keep the two in step.
+ */
+export const envSchema = z
+  .object({
+    HOOKLINE_HOST: z.string().min(1).default('127.0.0.1'),
+    HOOKLINE_PORT: port.default(8080),
+    HOOKLINE_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+    HOOKLINE_DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+    HOOKLINE_EVENTSTORE_URL: z.string().regex(/^(esdb|kurrentdb|kdb)(\+discover)?:\/\//).optional(),
+    HOOKLINE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    HOOKLINE_CODEHOST_SECRET: secretList,
+    HOOKLINE_PAYMENTS_SECRET: secretList,
+    HOOKLINE_CHAT_SECRET: secretList,
+    HOOKLINE_SIGNATURE_TOLERANCE_S: z.coerce.number().int().min(1).max(86_400).default(300),
+    HOOKLINE_MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(5 * 1024 * 1024),
+    HOOKLINE_TRUSTED_PROXIES: csv,
+    HOOKLINE_OPERATOR: z
+      .string()
+      .regex(/^[A-Za-z0-9._@-]{1,64}$/)
+      .default('admin'),
+    HOOKLINE_AUTH_USER_HEADER: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/)
+      .optional()
+      .transform((h) => h?.toLowerCase()),
+    HOOKLINE_BROKER_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+    HOOKLINE_BROKER_CHANNELS: csv,
+    HOOKLINE_SECRET_KEY: z
+      .string()
+      .regex(/^[A-Za-z0-9+/=_-]{43,}$/)
+      .optional(),
+    HOOKLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  })
+  .superRefine((env, ctx) => {
+    if (env.HOOKLINE_EVENTSTORE_URL && !env.DATABASE_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['HOOKLINE_EVENTSTORE_URL'],
+        message:
+          'HOOKLINE_EVENTSTORE_URL needs DATABASE_URL as well: scale-out keeps the event log in EventStoreDB and the read models in PostgreSQL',
+      });
+    }
+    if (env.HOOKLINE_BROKER_CHANNELS.length > 0 && !env.HOOKLINE_BROKER_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['HOOKLINE_BROKER_CHANNELS'],
+        message: 'HOOKLINE_BROKER_CHANNELS needs HOOKLINE_BROKER_URL (a redis:// URL)',
+      });
+    }
+  });
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  readonly mode: StorageMode;
+  readonly host: string;
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly eventStoreUrl: string | undefined;
+  readonly logLevel: Env['HOOKLINE_LOG_LEVEL'];
+  readonly secrets: Readonly<{ codehost: readonly string[]; payments: readonly string[]; chat: readonly string[] }>;
+  readonly signatureToleranceS: number;
+  readonly maxBodyBytes: number;
+  readonly trustedProxies: readonly string[];
+  readonly operator: string;
+  readonly authUserHeader: string | undefined;
+  readonly broker: Readonly<{ url: string | undefined; channels: readonly string[] }>;
+  readonly secretKey: string | undefined;
+  readonly shutdownTimeoutMs: number;
+  readonly version: string;
+}
+
+export class ConfigError extends Error {
+  readonly issues: readonly string[];
+  constructor(issues: string[]) {
+    super(`invalid configuration:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Parses the environment once. A bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0] ?? 'environment');
+        const got = typeof issue.path[0] === 'string' ? env[issue.path[0]] : undefined;
+        const shown = got === undefined ? '' : ` (got ${JSON.stringify(redactForMessage(name, got))})`;
+        return `${name}: ${issue.message}${shown}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const mode: StorageMode = e.HOOKLINE_EVENTSTORE_URL ? 'scale-out' : e.DATABASE_URL ? 'server' : 'embedded';
+  const host = e.HOOKLINE_HOST;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const baseUrl = (e.HOOKLINE_BASE_URL ?? `http://${urlHost}:${e.HOOKLINE_PORT}`).replace(/\/+$/, '');
+  return deepFreeze({
+    mode,
+    host,
+    port: e.HOOKLINE_PORT,
+    baseUrl,
+    dataDir: path.resolve(e.HOOKLINE_DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    eventStoreUrl: e.HOOKLINE_EVENTSTORE_URL,
+    logLevel: e.HOOKLINE_LOG_LEVEL,
+    secrets: {
+      codehost: e.HOOKLINE_CODEHOST_SECRET,
+      payments: e.HOOKLINE_PAYMENTS_SECRET,
+      chat: e.HOOKLINE_CHAT_SECRET,
+    },
+    signatureToleranceS: e.HOOKLINE_SIGNATURE_TOLERANCE_S,
+    maxBodyBytes: e.HOOKLINE_MAX_BODY_BYTES,
+    trustedProxies: e.HOOKLINE_TRUSTED_PROXIES,
+    operator: e.HOOKLINE_OPERATOR,
+    authUserHeader: e.HOOKLINE_AUTH_USER_HEADER,
+    broker: { url: e.HOOKLINE_BROKER_URL, channels: e.HOOKLINE_BROKER_CHANNELS },
+    secretKey: e.HOOKLINE_SECRET_KEY,
+    shutdownTimeoutMs: e.HOOKLINE_SHUTDOWN_TIMEOUT_MS,
+    version,
+  });
+}
+
+/** Error messages never echo a secret or a credential-bearing URL. */
+function redactForMessage(name: string, value: string): string {
+  if (/SECRET|KEY/.test(name)) return '«redacted»';
+  if (/URL$/.test(name)) return value.replace(/\/\/[^@/]*@/, '//«redacted»@');
+  return value;
+}

@@ -1,0 +1,66 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Database } from './database.ts';
+
+// int8 (bigint) columns come back as strings by default; revisions and positions need exact values.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => BigInt(v));
+
+export type SqlKind = 'pglite' | 'postgres';
+
+/** A handle on the SQL database that holds the read models (and, outside scale-out, the event log). */
+export interface SqlDatabase {
+  readonly kind: SqlKind;
+  readonly db: Kysely<Database>;
+  /** Present in server and scale-out modes: the pool, for LISTEN/NOTIFY and advisory locks. */
+  readonly pool: pg.Pool | undefined;
+  /** Present in embedded mode. */
+  readonly pglite: PGlite | undefined;
+  close(): Promise<void>;
+}
+
+export async function openPglite(dataDir: string | undefined): Promise<SqlDatabase> {
+  let pglite: PGlite;
+  if (dataDir) {
+    const dir = path.join(dataDir, 'pglite');
+    await mkdir(dir, { recursive: true });
+    pglite = await PGlite.create(dir);
+  } else {
+    pglite = await PGlite.create(); // in memory, for tests
+  }
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    kind: 'pglite',
+    db,
+    pool: undefined,
+    pglite,
+    close: async () => {
+      await db.destroy(); // the dialect closes PGlite
+    },
+  };
+}
+
+export function openPostgres(connectionString: string, options: { max?: number } = {}): SqlDatabase {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 16,
+    // Long transactions stall the xid8 reader for everyone (design.md, PostgreSQL hygiene).
+    idle_in_transaction_session_timeout: 30_000,
+    application_name: 'hookline',
+  });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    db,
+    pool,
+    pglite: undefined,
+    close: async () => {
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * The one closed set of errors that may reach a client. Each code has a stable HTTP status and
+ * title; the error handler (src/http/errors-plugin.ts) turns any of them into an RFC 9457 problem
+ * document. Domain code throws these, never an HTTP type.
+ */
+export const errorCatalog = {
+  bad_request: { status: 400, title: 'Bad request' },
+  invalid_body: { status: 400, title: 'Invalid request body' },
+  invalid_filter: { status: 400, title: 'Invalid filter' },
+  missing_header: { status: 400, title: 'Missing required header' },
+  unsupported_content_type: { status: 400, title: 'Unsupported content type' },
+  invalid_signature: { status: 401, title: 'Signature verification failed' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  provider_disabled: { status: 403, title: 'Provider disabled' },
+  invalid_token: { status: 403, title: 'Invalid token' },
+  cross_site: { status: 403, title: 'Cross-site request refused' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  endpoint_revoked: { status: 409, title: 'Endpoint revoked' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  invalid_setting: { status: 422, title: 'Invalid setting' },
+  too_many_requests: { status: 429, title: 'Too many requests' },
+  internal: { status: 500, title: 'Internal server error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+  storage_unavailable: { status: 503, title: 'Storage unavailable' },
+  sandbox_unavailable: { status: 503, title: 'Rule sandbox unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  instance?: string;
+  code?: string;
+  [extension: string]: unknown;
+}
+
+/** Problem `type` URIs are stable and documented in the README: `urn:hookline:problem:<code>`. */
+export const problemType = (code: ErrorCode): string => `urn:hookline:problem:${code.replace(/_/g, '-')}`;
+
+export class HooklineError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra members for the problem document (e.g. `field` for a 422, `errors` for a body). */
+  readonly extensions: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, detail?: string, extensions: Record<string, unknown> = {}, options?: ErrorOptions) {
+    super(detail ?? errorCatalog[code].title, options);
+    this.name = 'HooklineError';
+    this.code = code;
+    this.status = errorCatalog[code].status;
+    this.extensions = extensions;
+  }
+
+  toProblem(instance?: string): ProblemDocument {
+    const { title, status } = errorCatalog[this.code];
+    return {
+      type: problemType(this.code),
+      title,
+      status,
+      // A 5xx never shows internals: the detail of a server fault is the generic title.
+      detail: status >= 500 && this.code === 'internal' ? title : this.message,
+      ...(instance ? { instance } : {}),
+      code: this.code,
+      ...this.extensions,
+    };
+  }
+}
+
+export const isHooklineError = (e: unknown): e is HooklineError => e instanceof HooklineError;

@@ -1,0 +1,165 @@
+import type { Observable } from 'rxjs';
+
+/**
+ * The event store port. Semantics follow EventStoreDB (design.md, "The event store port"):
+ * 0-based stream revisions, expected-revision checks, an opaque ordered global position, and
+ * catch-up reads and subscriptions over `$all` that never skip an event whose transaction commits
+ * late and never repeat one. Three adapters implement it: PGlite and PostgreSQL (one Kysely
+ * implementation) and EventStoreDB. One conformance suite (test/eventstore) runs against each.
+ */
+
+/** `any`: no check. `no_stream`: the stream must not exist. `stream_exists`: it must. bigint: its current revision. */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
+
+/**
+ * Opaque, totally ordered position in `$all`. On PostgreSQL/PGlite `"<xid8>:<global_position>"`,
+ * on EventStoreDB `"<commit>:<prepare>"`. Compare only with `comparePositions` of the adapter that
+ * produced it; `START` means "before the first event".
+ */
+export type Position = string;
+export const START: Position = 'start';
+
+export type ContentType = 'application/json' | 'application/octet-stream';
+
+export interface EventData {
+  /** UUID; generated when absent. */
+  readonly id?: string;
+  readonly type: string;
+  /** The event body, bytes preserved exactly (not necessarily UTF-8). */
+  readonly data: Uint8Array;
+  /** Optional JSON metadata bytes. */
+  readonly metadata?: Uint8Array;
+  readonly contentType?: ContentType;
+}
+
+export interface RecordedEvent {
+  readonly id: string;
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly position: Position;
+  readonly type: string;
+  readonly data: Uint8Array;
+  readonly metadata: Uint8Array | null;
+  readonly contentType: ContentType;
+  readonly createdAt: Date;
+}
+
+export interface AppendOptions {
+  readonly expectedRevision?: ExpectedRevision;
+}
+
+export interface AppendResult {
+  /** Revision of the last event appended (the new current revision of the stream). */
+  readonly nextExpectedRevision: bigint;
+  /** Global position of the last event appended. */
+  readonly position: Position;
+}
+
+export type Direction = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  readonly direction?: Direction;
+  /** Inclusive start revision; default the first (forwards) or the last (backwards). */
+  readonly fromRevision?: bigint;
+  readonly maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events strictly after this position. Default START. */
+  readonly after?: Position;
+  readonly maxCount?: number;
+}
+
+export interface SubscribeAllOptions {
+  /** Exclusive: deliver events strictly after this position. Default START. */
+  readonly after?: Position;
+  /** System events and the store's own bookkeeping are never delivered; this narrows further. */
+  readonly filter?: (e: { streamId: string; type: string }) => boolean;
+}
+
+export interface StreamInfo {
+  /** Current revision, or -1n when the stream does not exist. */
+  readonly revision: bigint;
+  /** Events with a revision below this were truncated (retention). */
+  readonly truncateBefore: bigint;
+}
+
+export interface EventStore {
+  readonly kind: 'pglite' | 'postgres' | 'eventstoredb';
+
+  /**
+   * Appends atomically to one stream. Concurrent appends are grouped into one transaction (group
+   * commit); a wrong expected revision fails that append alone with WrongExpectedVersionError.
+   */
+  append(streamId: string, events: readonly EventData[], options?: AppendOptions): Promise<AppendResult>;
+
+  /** Throws StreamNotFoundError when the stream does not exist (or is wholly truncated away). */
+  readStream(streamId: string, options?: ReadStreamOptions): AsyncIterable<RecordedEvent>;
+
+  /** Reads `$all` in position order, after the given position, only events whose commit is visible to every reader. */
+  readAll(options?: ReadAllOptions): AsyncIterable<RecordedEvent>;
+
+  /**
+   * Catch-up then live. Never skips a late-committing event, never repeats one; after a dropped
+   * connection it resubscribes from the last delivered position. Completes when the store closes.
+   */
+  subscribeAll(options?: SubscribeAllOptions): Observable<RecordedEvent>;
+
+  /** The position of the newest visible event, or START. */
+  headPosition(): Promise<Position>;
+
+  streamInfo(streamId: string): Promise<StreamInfo>;
+
+  /** Retention: removes events of the stream below `beforeRevision` (EventStoreDB: `$tb`). */
+  truncateStream(streamId: string, beforeRevision: bigint): Promise<void>;
+
+  /** Orders two positions of this store: negative, zero or positive. */
+  comparePositions(a: Position, b: Position): number;
+
+  /** Flushes pending appends, stops subscriptions (they complete) and releases connections. */
+  close(): Promise<void>;
+}
+
+export class WrongExpectedVersionError extends Error {
+  readonly streamId: string;
+  readonly expected: ExpectedRevision;
+  /** The stream's actual revision, -1n when it does not exist. */
+  readonly actual: bigint;
+  constructor(streamId: string, expected: ExpectedRevision, actual: bigint) {
+    super(`wrong expected version on ${streamId}: expected ${String(expected)}, actual ${actual}`);
+    this.name = 'WrongExpectedVersionError';
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export class StreamNotFoundError extends Error {
+  readonly streamId: string;
+  constructor(streamId: string) {
+    super(`stream not found: ${streamId}`);
+    this.name = 'StreamNotFoundError';
+    this.streamId = streamId;
+  }
+}
+
+/** The append was refused for its size (EventStoreDB's maximum append size); the receiver turns it into 413. */
+export class EventTooLargeError extends Error {
+  readonly size: number;
+  constructor(size: number, options?: ErrorOptions) {
+    super(`event of ${size} bytes is larger than the store accepts`, options);
+    this.name = 'EventTooLargeError';
+    this.size = size;
+  }
+}
+
+/** The store cannot be reached (connection refused, database down); callers answer 503. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export const isWrongExpectedVersion = (e: unknown): e is WrongExpectedVersionError =>
+  e instanceof WrongExpectedVersionError;
