@@ -1,0 +1,25 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FileMigrationProvider, type Kysely, type MigrationResult, Migrator } from 'kysely';
+
+const migrationFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+export function createMigrator(db: Kysely<unknown>): Migrator {
+  return new Migrator({
+    db,
+    provider: new FileMigrationProvider({ fs, path, migrationFolder }),
+  });
+}
+
+/** Runs every pending migration; throws with the failing migration's name. Identical on PGlite and PostgreSQL. */
+export async function migrateToLatest(db: Kysely<unknown>): Promise<readonly MigrationResult[]> {
+  const { error, results } = await createMigrator(db).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  }
+  return results ?? [];
+}
