@@ -1,7 +1,8 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FileMigrationProvider, type Kysely, type MigrationResult, Migrator } from 'kysely';
+import type { Kysely } from 'kysely';
+import { FileMigrationProvider, type MigrationResult, Migrator } from 'kysely/migration';
 
 const migrationFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
 
