@@ -37,8 +37,13 @@ export const envSchema = z
     HOOKLINE_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
     HOOKLINE_DATA_DIR: z.string().min(1).default('./data'),
     DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
-    HOOKLINE_EVENTSTORE_URL: z.string().regex(/^(esdb|kurrentdb|kdb)(\+discover)?:\/\//).optional(),
-    HOOKLINE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    HOOKLINE_EVENTSTORE_URL: z
+      .string()
+      .regex(/^(esdb|kurrentdb|kdb)(\+discover)?:\/\//)
+      .optional(),
+    HOOKLINE_LOG_LEVEL: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
     HOOKLINE_CODEHOST_SECRET: secretList,
     HOOKLINE_PAYMENTS_SECRET: secretList,
     HOOKLINE_CHAT_SECRET: secretList,
@@ -96,7 +101,11 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly eventStoreUrl: string | undefined;
   readonly logLevel: Env['HOOKLINE_LOG_LEVEL'];
-  readonly secrets: Readonly<{ codehost: readonly string[]; payments: readonly string[]; chat: readonly string[] }>;
+  readonly secrets: Readonly<{
+    codehost: readonly string[];
+    payments: readonly string[];
+    chat: readonly string[];
+  }>;
   readonly signatureToleranceS: number;
   readonly maxBodyBytes: number;
   readonly trustedProxies: readonly string[];

@@ -50,7 +50,12 @@ export class HooklineError extends Error {
   /** Extra members for the problem document (e.g. `field` for a 422, `errors` for a body). */
   readonly extensions: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, detail?: string, extensions: Record<string, unknown> = {}, options?: ErrorOptions) {
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    extensions: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
     super(detail ?? errorCatalog[code].title, options);
     this.name = 'HooklineError';
     this.code = code;

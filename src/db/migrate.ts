@@ -6,7 +6,7 @@ import { FileMigrationProvider, type MigrationResult, Migrator } from 'kysely/mi
 
 const migrationFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
 
-export function createMigrator(db: Kysely<unknown>): Migrator {
+export function createMigrator<T>(db: Kysely<T>): Migrator {
   return new Migrator({
     db,
     provider: new FileMigrationProvider({ fs, path, migrationFolder }),
@@ -14,7 +14,7 @@ export function createMigrator(db: Kysely<unknown>): Migrator {
 }
 
 /** Runs every pending migration; throws with the failing migration's name. Identical on PGlite and PostgreSQL. */
-export async function migrateToLatest(db: Kysely<unknown>): Promise<readonly MigrationResult[]> {
+export async function migrateToLatest<T>(db: Kysely<T>): Promise<readonly MigrationResult[]> {
   const { error, results } = await createMigrator(db).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';

@@ -30,7 +30,9 @@ function reachable(url: string): Promise<boolean> {
 async function availability(name: string, url: string): Promise<boolean> {
   if (await reachable(url)) return true;
   if (isCI) throw new Error(`${name} is required under CI but is not reachable at ${url}`);
-  console.warn(`[skip] ${name} not reachable at ${url}; suites that need it are skipped (they fail under CI=true)`);
+  console.warn(
+    `[skip] ${name} not reachable at ${url}; suites that need it are skipped (they fail under CI=true)`,
+  );
   return false;
 }
 
@@ -72,4 +74,5 @@ export async function createTestDatabase(prefix = 'hookline_test'): Promise<Test
 }
 
 /** A key prefix unique to one test run, for Redis. */
-export const redisPrefix = (prefix = 'hookline-test'): string => `${prefix}:${randomBytes(4).toString('hex')}:`;
+export const redisPrefix = (prefix = 'hookline-test'): string =>
+  `${prefix}:${randomBytes(4).toString('hex')}:`;

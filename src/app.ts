@@ -1,0 +1,40 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { errorsPlugin } from './http/errors-plugin.ts';
+import { healthPlugin } from './http/health.ts';
+import type { Runtime } from './runtime.ts';
+
+export interface BuildAppOptions {
+  /** Log each request (default true; tests may turn it off). */
+  readonly requestLogging?: boolean;
+}
+
+/**
+ * Builds the Fastify app over a runtime; server.ts listens (style.md §4). One plugin per
+ * surface; register new surfaces below, each with its dependencies passed explicitly.
+ */
+export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const { config } = runtime;
+  const app = Fastify({
+    loggerInstance: runtime.logger as FastifyBaseLogger,
+    disableRequestLogging: options.requestLogging === false,
+    // X-Forwarded-For is honoured only from the configured proxies (source_ip, forward auth).
+    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
+    bodyLimit: config.maxBodyBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(
+    healthPlugin({
+      db: runtime.db,
+      health: runtime.health,
+      version: config.version,
+    }),
+  );
+
+  // Surfaces (one line each):
+
+  return app;
+}

@@ -1,0 +1,27 @@
+import pino, { type Logger } from 'pino';
+import type { Config } from './config.ts';
+
+export type { Logger };
+
+/** One pino logger for the process; Fastify logs through it (loggerInstance). */
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      base: undefined,
+      // Credentials never reach a log line, whatever object they ride in on.
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers["x-hookline-token"]',
+          'req.headers.cookie',
+          'headers.authorization',
+          'token',
+          'secret',
+        ],
+        censor: '«redacted»',
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,102 @@
+import { allProjections } from '../projections/index.ts';
+import { createProjectionRunner } from '../projections/runner.ts';
+import type { ProjectionRunner } from '../projections/types.ts';
+import { type Clock, systemClock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { DB } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { openPglite, openPostgres, type SqlDatabase } from './db/open.ts';
+import type { EventStore } from './eventstore/port.ts';
+import { createSqlEventStore } from './eventstore/sql/store.ts';
+import { createHealthRegistry, type HealthRegistry } from './health.ts';
+import { createLogger, type Logger } from './logger.ts';
+
+/**
+ * Everything a running hookline holds, built once and passed explicitly (style.md §3). Tests build
+ * one over an in-memory PGlite or a fresh PostgreSQL database.
+ */
+export interface Runtime {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly sql: SqlDatabase;
+  readonly db: DB;
+  readonly store: EventStore;
+  readonly projections: ProjectionRunner;
+  readonly health: HealthRegistry;
+  /** Registers work to stop on close, in reverse order of registration (consumers, timers). */
+  onClose(hook: () => Promise<void> | void): void;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** Embedded mode only: keep PGlite in memory instead of the data directory (tests). */
+  readonly inMemory?: boolean;
+  /** Start the projection workers (default true). */
+  readonly startProjections?: boolean;
+}
+
+async function openSql(config: Config, options: RuntimeOptions): Promise<SqlDatabase> {
+  if (config.mode === 'embedded') return openPglite(options.inMemory ? undefined : config.dataDir);
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is required outside embedded mode');
+  return openPostgres(config.databaseUrl);
+}
+
+async function openStore(config: Config, sql: SqlDatabase): Promise<EventStore> {
+  if (config.mode === 'scale-out' && config.eventStoreUrl) {
+    // Imported lazily: only scale-out loads the EventStoreDB client.
+    const { createEventStoreDbStore } = await import('./eventstore/eventstoredb.ts');
+    return createEventStoreDbStore(config.eventStoreUrl);
+  }
+  return createSqlEventStore(sql);
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const logger = options.logger ?? createLogger(config);
+  const clock = options.clock ?? systemClock;
+  const sql = await openSql(config, options);
+  const closeHooks: Array<() => Promise<void> | void> = [];
+  let store: EventStore | undefined;
+  try {
+    await migrateToLatest(sql.db);
+    store = await openStore(config, sql);
+    const projections = createProjectionRunner({ sql, store, logger, projections: allProjections });
+    if (options.startProjections !== false) await projections.start();
+    let closing: Promise<void> | undefined;
+    const runtime: Runtime = {
+      config,
+      logger,
+      clock,
+      sql,
+      db: sql.db,
+      store,
+      projections,
+      health: createHealthRegistry(),
+      onClose: (hook) => {
+        closeHooks.push(hook);
+      },
+      close: () => {
+        closing ??= (async () => {
+          for (const hook of closeHooks.reverse()) {
+            try {
+              await hook();
+            } catch (err) {
+              logger.error({ err }, 'error while closing');
+            }
+          }
+          await projections.stop();
+          await store?.close();
+          await sql.close();
+        })();
+        return closing;
+      },
+    };
+    return runtime;
+  } catch (err) {
+    await store?.close().catch(() => {});
+    await sql.close().catch(() => {});
+    throw err;
+  }
+}
