@@ -1,0 +1,50 @@
+import { Command, CommanderError, Option } from 'commander';
+import { registerMigrate } from './commands/migrate.ts';
+import { registerServe } from './commands/serve.ts';
+import { packageVersion } from './package.ts';
+import { CliExit } from './support.ts';
+
+/** The `hookline` program: global options here, each command group in src/cli/commands/<group>.ts. */
+export function buildProgram(): Command {
+  const program = new Command('hookline')
+    .description(
+      'Self-hosted webhook inbox: verified deliveries, an append-only event log, todos for AI agents.',
+    )
+    .version(packageVersion(), '-V, --version', 'print the hookline version')
+    .addOption(
+      new Option(
+        '--server <url>',
+        'base URL of the hookline server (default: HOOKLINE_BASE_URL or host:port)',
+      ).env('HOOKLINE_SERVER'),
+    )
+    .option('--json', 'machine-readable JSON output', false)
+    .showHelpAfterError('(run hookline --help for usage)')
+    .exitOverride();
+
+  // Command groups (one line each):
+  registerServe(program);
+  registerMigrate(program);
+
+  return program;
+}
+
+/** Runs the program; failures print one message and set the exit code (no stack for expected ones). */
+export async function main(argv: readonly string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and --version end here too, with exit code 0; commander already printed.
+      process.exitCode = err.exitCode;
+      return;
+    }
+    if (err instanceof CliExit) {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = err.exitCode;
+      return;
+    }
+    process.stderr.write(`hookline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,48 @@
+import type { Command } from 'commander';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { packageVersion } from './package.ts';
+
+/** Global options of the `hookline` program (declared in main.ts); read with `globalOptions(cmd)`. */
+export interface GlobalOptions {
+  /** Base URL of the hookline server that client commands talk to. */
+  readonly server?: string;
+  /** Machine-readable output. */
+  readonly json: boolean;
+}
+
+export const globalOptions = (cmd: Command): GlobalOptions => cmd.optsWithGlobals<GlobalOptions>();
+
+/** A failure the CLI reports in one message and an exit code, without a stack trace. */
+export class CliExit extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 1) {
+    super(message);
+    this.name = 'CliExit';
+    this.exitCode = exitCode;
+  }
+}
+
+/** Exit code of a configuration error: distinct from 1 so scripts can tell "fix your env" apart. */
+export const CONFIG_EXIT = 2;
+
+/** The server's frozen Config from the environment; a bad value becomes exit 2 listing the issues. */
+export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env, packageVersion());
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      throw new CliExit(`hookline: ${err.message}`, CONFIG_EXIT);
+    }
+    throw err;
+  }
+}
+
+/**
+ * The server a client command talks to: `--server`, else HOOKLINE_SERVER, else the base URL the
+ * server's own configuration gives on this machine (HOOKLINE_BASE_URL or host:port).
+ */
+export function serverUrl(cmd: Command): string {
+  const explicit = globalOptions(cmd).server;
+  if (explicit) return explicit.replace(/\/+$/, '');
+  return loadCliConfig().baseUrl;
+}
