@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/** design.md: queue names; `quarantine` is reserved (release 0.4.0) for held deliveries. */
+export const QUEUE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const QUARANTINE = 'quarantine';
+export const DEFAULT_QUEUE = 'inbox';
+
+export const queueNameSchema = z
+  .string()
+  .regex(QUEUE_PATTERN, 'queue must match ^[a-z0-9][a-z0-9_-]{0,63}$')
+  .refine((q) => q !== QUARANTINE, {
+    message: '`quarantine` is reserved for held deliveries and cannot be vended',
+  });

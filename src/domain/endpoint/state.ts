@@ -1,0 +1,59 @@
+import type { EndpointEvent } from './events.ts';
+
+export const endpointStream = (endpointId: string): string => `endpoint-${endpointId}`;
+export const endpointSlugStream = (slug: string): string => `endpoint-slug-${slug}`;
+export const doorbellStream = (endpointId: string): string => `doorbell-${endpointId}`;
+
+export interface EndpointFacts {
+  readonly id: string;
+  readonly slug: string;
+  readonly agentId: string;
+  readonly agentName: string;
+  readonly operator: string;
+  readonly queues: readonly string[];
+  readonly verbs: readonly string[];
+  readonly tokenHash: string;
+  readonly webhookId: string;
+  readonly replayTargets: readonly string[];
+  readonly expiresAt: Date | null;
+}
+
+export type EndpointState =
+  | { readonly status: 'none' }
+  | ({ readonly status: 'active' } & EndpointFacts)
+  | ({ readonly status: 'revoked'; readonly revokedAt: Date } & EndpointFacts);
+
+export const initialEndpointState: EndpointState = { status: 'none' };
+
+export function evolveEndpoint(state: EndpointState, event: EndpointEvent): EndpointState {
+  switch (event.type) {
+    case 'EndpointVended': {
+      const d = event.data;
+      return {
+        status: 'active',
+        id: d.endpoint_id,
+        slug: d.slug,
+        agentId: d.agent_id,
+        agentName: d.agent_name,
+        operator: d.operator,
+        queues: d.queues,
+        verbs: d.verbs,
+        tokenHash: d.token_hash,
+        webhookId: d.webhook_id,
+        replayTargets: d.replay_targets,
+        expiresAt: d.expires_at ? new Date(d.expires_at) : null,
+      };
+    }
+    case 'EndpointRevoked':
+      if (state.status === 'none') return state;
+      return { ...state, status: 'revoked', revokedAt: new Date(event.data.revoked_at) };
+    default: {
+      const never: never = event;
+      return never;
+    }
+  }
+}
+
+/** An endpoint past its `expires_at` works no more than a revoked one. */
+export const isExpired = (state: EndpointFacts, now: Date): boolean =>
+  state.expiresAt !== null && state.expiresAt.getTime() <= now.getTime();
