@@ -30,6 +30,8 @@ export interface Projection {
 export interface ProjectionStatus {
   readonly name: string;
   readonly version: number;
+  /** Version that built the live tables (differs from `version` until a version-change rebuild swaps); null before the first start. */
+  readonly liveVersion?: number | null;
   /** Position of the last applied event, or 'start'. */
   readonly position: string;
   /** Events in the log after the checkpoint. */

@@ -1,0 +1,5 @@
+import { streamStatsProjection } from './stream-stats.ts';
+import type { Projection } from './types.ts';
+
+/** Every read model the runner keeps. Add a projection with one line. */
+export const allProjections: Projection[] = [streamStatsProjection];
