@@ -1,5 +1,7 @@
+import { logProjection } from './log.ts';
+import { providersProjection } from './providers.ts';
 import { streamStatsProjection } from './stream-stats.ts';
 import type { Projection } from './types.ts';
 
 /** Every read model the runner keeps. Add a projection with one line. */
-export const allProjections: Projection[] = [streamStatsProjection];
+export const allProjections: Projection[] = [streamStatsProjection, logProjection, providersProjection];

@@ -1,6 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { errorsPlugin } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { createProviderRoutes } from './http/providers-routes.ts';
+import { createWebhookRoutes } from './http/webhooks.ts';
+import { createIngestion } from './ingest/index.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface BuildAppOptions {
@@ -35,6 +38,9 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   );
 
   // Surfaces (one line each):
+  const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
+  await app.register(createWebhookRoutes({ config, ingestion }));
+  await app.register(createProviderRoutes({ config, ingestion }));
 
   return app;
 }

@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely';
+import type { LogTables } from '../../projections/log.ts';
+import type { ProviderTables } from '../../projections/providers.ts';
 
 /**
  * The one Database interface (style.md §7), composed from the per-table interfaces that each
  * module declares next to the code that owns the tables. Add a module's tables here.
  */
-// biome-ignore lint/suspicious/noEmptyInterface: grows as modules add their tables
-export interface Database {}
+export interface Database extends LogTables, ProviderTables {}
 
 export type DB = Kysely<Database>;

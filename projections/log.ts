@@ -1,0 +1,296 @@
+import { type ColumnType, type Kysely, type Selectable, sql } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import {
+  DELIVERIES_STREAM,
+  DELIVERY_RECEIVED,
+  type DeliveryMetadata,
+  eventIdFromRevision,
+  type IngestAck,
+  type TrustMode,
+} from '../src/domain/delivery/metadata.ts';
+import { parseProviderName } from '../src/domain/provider/names.ts';
+import { HooklineError } from '../src/errors.ts';
+import type { RecordedEvent } from '../src/eventstore/port.ts';
+import type { Projection } from './types.ts';
+
+/** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
+export interface LogEventsTable {
+  /** The spec's event id: `deliveries` revision + 1. */
+  id: ColumnType<bigint | number, bigint | number, never>;
+  /** The delivery event's UUID: how a duplicate finds its original. */
+  event_uuid: string;
+  position: string;
+  provider: string;
+  event_type: string | null;
+  trust_mode: string;
+  verified: boolean;
+  verify_detail: string | null;
+  external_id: string | null;
+  content_type: string | null;
+  source_ip: string | null;
+  headers: ColumnType<Record<string, string>, string, string>;
+  payload: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
+  payload_size: number;
+  received_at: ColumnType<Date, Date, Date>;
+  disposition: string | null;
+}
+
+export interface LogTables {
+  log_events: LogEventsTable;
+}
+
+const decoder = new TextDecoder();
+const INSERT_CHUNK = 1_000; // 16 parameters a row stays far below PostgreSQL's 65,535
+
+function toRow(e: RecordedEvent) {
+  const m = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
+  return {
+    id: eventIdFromRevision(e.revision),
+    event_uuid: e.id,
+    position: e.position,
+    provider: m.provider,
+    event_type: m.event_type ?? null,
+    trust_mode: m.trust_mode,
+    verified: m.verified,
+    verify_detail: m.verify_detail ?? null,
+    external_id: m.external_id ?? null,
+    content_type: m.content_type ?? null,
+    source_ip: m.source_ip ?? null,
+    headers: JSON.stringify(m.headers ?? {}),
+    // pg sends a Buffer as bytea; a view on the same memory avoids a copy.
+    payload: Buffer.from(e.data.buffer, e.data.byteOffset, e.data.byteLength),
+    payload_size: e.data.byteLength,
+    received_at: new Date(m.received_at),
+    disposition: null,
+  };
+}
+
+export const logProjection: Projection = {
+  name: 'log',
+  version: 1,
+  tables: ['log_events'],
+  async createTables(db) {
+    await db.schema
+      .createTable('log_events')
+      .ifNotExists()
+      .addColumn('id', 'bigint', (c) => c.primaryKey())
+      .addColumn('event_uuid', 'uuid', (c) => c.notNull().unique())
+      .addColumn('position', 'text', (c) => c.notNull())
+      .addColumn('provider', 'text', (c) => c.notNull())
+      .addColumn('event_type', 'text')
+      .addColumn('trust_mode', 'text', (c) => c.notNull())
+      .addColumn('verified', 'boolean', (c) => c.notNull())
+      .addColumn('verify_detail', 'text')
+      .addColumn('external_id', 'text')
+      .addColumn('content_type', 'text')
+      .addColumn('source_ip', 'text')
+      .addColumn('headers', 'jsonb', (c) => c.notNull())
+      .addColumn('payload', 'bytea', (c) => c.notNull())
+      .addColumn('payload_size', 'integer', (c) => c.notNull())
+      .addColumn('received_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('disposition', 'text')
+      .execute();
+    // One index per query shape of spec 4.5 (ordering received_at desc, id desc, optional
+    // provider and event_type filters); the provider one also serves the 24 h recent counts.
+    const indexes: [string, string[]][] = [
+      ['log_events_received_idx', ['received_at desc', 'id desc']],
+      ['log_events_provider_idx', ['provider', 'received_at desc', 'id desc']],
+      ['log_events_type_idx', ['event_type', 'received_at desc', 'id desc']],
+      ['log_events_provider_type_idx', ['provider', 'event_type', 'received_at desc', 'id desc']],
+    ];
+    for (const [name, columns] of indexes) {
+      await db.schema.createIndex(name).ifNotExists().on('log_events').columns(columns).execute();
+    }
+  },
+  handles: (e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED,
+  async apply(db, events) {
+    const rows = events
+      .filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED)
+      .map(toRow);
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await db
+        .insertInto('log_events')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+    }
+  },
+};
+
+/** Spec 2.2. */
+export interface EventSummary {
+  readonly id: number;
+  readonly provider: string;
+  readonly event_type: string | null;
+  readonly trust_mode: TrustMode;
+  readonly verified: boolean;
+  readonly payload_size: number;
+  readonly received_at: string;
+}
+
+/** Spec 2.3, plus the raw bytes (`payload` is their UTF-8 reading) and the disposition. */
+export interface EventDetail extends EventSummary {
+  readonly verify_detail: string | null;
+  readonly external_id: string | null;
+  readonly content_type: string | null;
+  readonly source_ip: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly payload: string;
+  readonly payload_bytes: Uint8Array;
+  readonly disposition: string | null;
+}
+
+export interface LogFilters {
+  readonly provider?: string | undefined;
+  readonly event_type?: string | undefined;
+  /** An ISO-8601 timestamp or an event id: an inclusive lower bound. */
+  readonly since?: string | undefined;
+}
+
+export interface LogPage {
+  readonly events: readonly EventSummary[];
+  /** Opaque; pass back as `cursor` for the next (older) page, null on the last page. */
+  readonly next_cursor: string | null;
+}
+
+const invalid = (field: string, detail: string) => new HooklineError('invalid_filter', detail, { field });
+
+type SummaryRow = Pick<
+  Selectable<LogEventsTable>,
+  'id' | 'provider' | 'event_type' | 'trust_mode' | 'verified' | 'payload_size' | 'received_at'
+>;
+
+function toSummary(r: SummaryRow): EventSummary {
+  return {
+    id: Number(r.id),
+    provider: r.provider,
+    event_type: r.event_type,
+    trust_mode: r.trust_mode as TrustMode,
+    verified: r.verified,
+    payload_size: r.payload_size,
+    received_at: new Date(r.received_at).toISOString(),
+  };
+}
+
+/** The cursor is `<epoch ms>.<id>` in base64url: opaque to clients, exact for our ms timestamps. */
+export const encodeCursor = (receivedAt: Date, id: number): string =>
+  Buffer.from(`${receivedAt.getTime()}.${id}`).toString('base64url');
+
+function decodeCursor(cursor: string): { at: Date; id: number } {
+  const m = /^([0-9]{1,15})\.([0-9]{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor) || !m)
+    throw invalid('cursor', 'the cursor is not one this log issued');
+  return { at: new Date(Number(m[1])), id: Number(m[2]) };
+}
+
+function parseLimit(limit: number | string | undefined): number {
+  if (limit === undefined || limit === '') return 50;
+  const n = typeof limit === 'number' ? limit : /^[0-9]{1,4}$/.test(limit) ? Number(limit) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > 200)
+    throw invalid('limit', 'limit must be an integer from 1 to 200');
+  return n;
+}
+
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** Spec 4.5: newest first, `(received_at, id)` descending, keyset-paginated. */
+export async function listEvents(
+  db: Kysely<Database>,
+  filters: LogFilters,
+  cursor?: string | undefined,
+  limit?: number | string | undefined,
+): Promise<LogPage> {
+  const size = parseLimit(limit);
+  let q = db
+    .selectFrom('log_events')
+    .select(['id', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size', 'received_at']);
+  if (filters.provider !== undefined && filters.provider !== '') {
+    if (!parseProviderName(filters.provider))
+      throw invalid('provider', `not a provider name: ${filters.provider}`);
+    q = q.where('provider', '=', filters.provider);
+  }
+  if (filters.event_type !== undefined && filters.event_type !== '') {
+    if (filters.event_type.length > 200)
+      throw invalid('event_type', 'event_type is longer than 200 characters');
+    q = q.where('event_type', '=', filters.event_type);
+  }
+  const since = filters.since?.trim();
+  if (since) {
+    if (/^[0-9]{1,18}$/.test(since)) {
+      q = q.where('id', '>=', BigInt(since));
+    } else if (ISO_DATE.test(since) && !Number.isNaN(Date.parse(since))) {
+      q = q.where('received_at', '>=', new Date(since));
+    } else {
+      throw invalid('since', 'since must be an ISO-8601 date-time or an event id');
+    }
+  }
+  if (cursor !== undefined && cursor !== '') {
+    const c = decodeCursor(cursor);
+    q = q.where((eb) => eb(eb.refTuple('received_at', 'id'), '<', eb.tuple(c.at, BigInt(c.id))));
+  }
+  const rows = await q
+    .orderBy('received_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(size + 1)
+    .execute();
+  const page = rows.slice(0, size).map(toSummary);
+  const last = page.at(-1);
+  return {
+    events: page,
+    next_cursor: rows.length > size && last ? encodeCursor(new Date(last.received_at), last.id) : null,
+  };
+}
+
+/** Spec 4.6; undefined when no event has that id (or the id is not an integer). */
+export async function getEvent(
+  db: Kysely<Database>,
+  id: number | bigint | string,
+): Promise<EventDetail | undefined> {
+  const text = String(id);
+  if (!/^[0-9]{1,18}$/.test(text)) return undefined;
+  const r = await db.selectFrom('log_events').selectAll().where('id', '=', BigInt(text)).executeTakeFirst();
+  if (!r) return undefined;
+  const bytes = new Uint8Array(r.payload);
+  return {
+    ...toSummary(r),
+    verify_detail: r.verify_detail,
+    external_id: r.external_id,
+    content_type: r.content_type,
+    source_ip: r.source_ip,
+    headers: r.headers,
+    payload: decoder.decode(bytes),
+    payload_bytes: bytes,
+    disposition: r.disposition,
+  };
+}
+
+/** The ack of the delivery whose event carries this UUID (the recorder's dedup look-up). */
+export async function findDeliveryByUuid(
+  db: Kysely<Database>,
+  eventUuid: string,
+): Promise<IngestAck | undefined> {
+  const r = await db
+    .selectFrom('log_events')
+    .select(['id', 'provider', 'trust_mode', 'verified', 'received_at'])
+    .where('event_uuid', '=', eventUuid)
+    .executeTakeFirst();
+  if (!r) return undefined;
+  return {
+    id: Number(r.id),
+    provider: r.provider,
+    trust_mode: r.trust_mode as TrustMode,
+    verified: r.verified,
+    received_at: new Date(r.received_at).toISOString(),
+  };
+}
+
+/** Events per provider received at or after `since` (the dashboard's recent count). */
+export async function recentCounts(db: Kysely<Database>, since: Date): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('log_events')
+    .select(['provider', sql<string>`count(*)`.as('n')])
+    .where('received_at', '>=', since)
+    .groupBy('provider')
+    .execute();
+  return new Map(rows.map((r) => [r.provider, Number(r.n)]));
+}

@@ -1,0 +1,172 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Config } from '../config.ts';
+import type { ProviderState } from '../domain/provider/index.ts';
+import { GENERIC_NAME_PATTERN, genericProviderName } from '../domain/provider/names.ts';
+import { HooklineError } from '../errors.ts';
+import type { Ingestion } from '../ingest/index.ts';
+import { generateToken, hashToken } from '../ingest/token.ts';
+
+export interface ProviderRoutesDeps {
+  readonly config: Config;
+  readonly ingestion: Pick<Ingestion, 'directory'>;
+}
+
+/** What both routes show of a provider; `token` only in the response that created it. */
+export interface ProviderView {
+  readonly name: string;
+  readonly kind: string;
+  readonly trust_mode: string;
+  readonly enabled: boolean;
+  readonly path: string | null;
+  readonly ingest_url: string | null;
+  readonly token?: string;
+}
+
+const esc = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/**
+ * The HTML fragment of a provider: its enable/disable toggle and, once, a new token. Kept to one
+ * function so the screens can swap it for their template.
+ */
+export function renderProviderFragment(view: ProviderView): string {
+  const action = `/providers/${encodeURIComponent(view.name)}/enabled`;
+  const token = view.token
+    ? `<p class="token-once">Token (shown once, store it now): <code>${esc(view.token)}</code></p>`
+    : '';
+  return `<div class="provider" id="provider-${esc(view.name.replace(/[^a-z0-9_-]/g, '-'))}">
+<span class="name">${esc(view.name)}</span> <span class="trust">${esc(view.trust_mode)}</span>
+${view.ingest_url ? `<code class="path">${esc(view.ingest_url)}</code>` : ''}${token}
+<form method="post" action="${esc(action)}" hx-post="${esc(action)}" hx-target="closest .provider" hx-swap="outerHTML">
+<input type="hidden" name="enabled" value="${view.enabled ? 'false' : 'true'}">
+<button type="submit" aria-pressed="${view.enabled}">${view.enabled ? 'Disable' : 'Enable'}</button>
+<span class="state">${view.enabled ? 'enabled' : 'disabled'}</span>
+</form>
+</div>`;
+}
+
+/**
+ * Browser safety (design.md): a form post must come from our own pages. `Sec-Fetch-Site` decides
+ * when a browser sends it; else `Origin` must be ours; a request with neither is not a browser's
+ * cross-site post (curl, scripts) and passes.
+ */
+export function assertSameOrigin(request: FastifyRequest, config: Config): void {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') {
+    if (site === 'same-origin' || site === 'none') return;
+    throw new HooklineError('cross_site', 'cross-site form posts are refused');
+  }
+  const origin = request.headers.origin;
+  if (origin === undefined) return;
+  const own = new Set([new URL(config.baseUrl).origin]);
+  const host = request.headers.host;
+  if (host) {
+    own.add(`http://${host}`);
+    own.add(`https://${host}`);
+  }
+  if (!own.has(origin)) throw new HooklineError('cross_site', 'cross-site form posts are refused');
+}
+
+const wantsJson = (request: FastifyRequest) => /\bapplication\/json\b/i.test(request.headers.accept ?? '');
+
+function field(request: FastifyRequest, name: string): string | undefined {
+  const body = request.body;
+  if (body === null || typeof body !== 'object') return undefined;
+  const v = (body as Record<string, unknown>)[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return typeof s === 'string' ? s : typeof s === 'boolean' ? String(s) : undefined;
+}
+
+function parseEnabled(raw: string | undefined): boolean {
+  const v = raw?.trim().toLowerCase();
+  if (v === 'true' || v === 'on' || v === '1') return true;
+  if (v === 'false' || v === 'off' || v === '0') return false;
+  throw new HooklineError('invalid_body', 'enabled must be true or false', { field: 'enabled' });
+}
+
+export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsync {
+  const { config, ingestion } = deps;
+  const operatorOf = (request: FastifyRequest): string => {
+    const h = config.authUserHeader ? request.headers[config.authUserHeader] : undefined;
+    return typeof h === 'string' && h.length > 0 ? h : config.operator;
+  };
+  const view = (state: ProviderState, token?: string): ProviderView => {
+    const path =
+      state.kind === 'generic'
+        ? `/webhooks/generic/${state.name.slice('generic:'.length)}`
+        : state.kind === 'broker'
+          ? null
+          : `/webhooks/${state.kind}`;
+    return {
+      name: state.name,
+      kind: state.kind,
+      trust_mode: state.trust_mode,
+      enabled: state.enabled,
+      path,
+      ingest_url: path ? `${config.baseUrl}${path}` : null,
+      ...(token ? { token } : {}),
+    };
+  };
+  const send = (request: FastifyRequest, reply: FastifyReply, status: number, v: ProviderView) =>
+    wantsJson(request)
+      ? reply.code(status).send(v)
+      : reply.code(status).type('text/html; charset=utf-8').send(renderProviderFragment(v));
+
+  return fp(
+    async (app) => {
+      await app.register(async (scope) => {
+        if (scope.hasContentTypeParser('application/x-www-form-urlencoded')) {
+          scope.removeContentTypeParser('application/x-www-form-urlencoded');
+        }
+        scope.addContentTypeParser(
+          'application/x-www-form-urlencoded',
+          { parseAs: 'string' },
+          (_req, body, done) => {
+            done(null, Object.fromEntries(new URLSearchParams(body as string)));
+          },
+        );
+
+        scope.post('/providers', async (request, reply) => {
+          assertSameOrigin(request, config);
+          const name = field(request, 'name')?.trim() ?? '';
+          if (!GENERIC_NAME_PATTERN.test(name)) {
+            throw new HooklineError('invalid_body', 'name must match ^[a-z0-9][a-z0-9_-]{0,63}$', {
+              field: 'name',
+            });
+          }
+          const trust = (field(request, 'trust_mode') ?? 'token').trim();
+          if (trust !== 'token' && trust !== 'open') {
+            throw new HooklineError('invalid_body', 'trust_mode must be token or open', {
+              field: 'trust_mode',
+            });
+          }
+          const token = trust === 'token' ? generateToken() : undefined;
+          const { state } = await ingestion.directory.execute({
+            type: 'CreateGenericProvider',
+            name: genericProviderName(name),
+            trust_mode: trust,
+            token_hash: token ? hashToken(token) : null,
+            by: operatorOf(request),
+          });
+          reply.header('cache-control', 'no-store'); // the token is in this response, once
+          return send(request, reply, 201, view(state, token));
+        });
+
+        scope.post('/providers/:name/enabled', async (request, reply) => {
+          assertSameOrigin(request, config);
+          const { name } = request.params as { name: string };
+          const enabled = parseEnabled(field(request, 'enabled'));
+          const { state } = await ingestion.directory.execute({
+            type: 'SetProviderEnabled',
+            name,
+            enabled,
+            by: operatorOf(request),
+          });
+          return send(request, reply, 200, view(state));
+        });
+      });
+    },
+    { name: 'hookline-providers-routes' },
+  );
+}

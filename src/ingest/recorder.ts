@@ -1,0 +1,268 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import {
+  DELIVERIES_STREAM,
+  DELIVERY_RECEIVED,
+  type DeliveryMetadata,
+  eventIdFromRevision,
+  type IngestAck,
+} from '../domain/delivery/metadata.ts';
+import {
+  decideOnDuplicate,
+  evolveReservation,
+  type ReservationEvent,
+  type ReservationState,
+  reservationStream,
+} from '../domain/delivery/reservation.ts';
+import { HooklineError } from '../errors.ts';
+import { jsonEvent, parseData } from '../eventstore/codec.ts';
+import {
+  type EventStore,
+  EventTooLargeError,
+  isWrongExpectedVersion,
+  StreamNotFoundError,
+} from '../eventstore/port.ts';
+
+export type DeliveryInput = Omit<DeliveryMetadata, 'received_at' | 'payload_size'> & {
+  /** The raw body, stored byte for byte. */
+  readonly payload: Uint8Array;
+  /** Defaults to the clock's now. */
+  readonly received_at?: Date;
+};
+
+export interface RecordedDelivery {
+  readonly ack: IngestAck;
+  /** True when the external id was already held: nothing was appended and `ack` is the original's. */
+  readonly duplicate: boolean;
+  /** Position of the appended event (null for a duplicate). */
+  readonly position: string | null;
+}
+
+export interface DeliveryRecorder {
+  /** Durable before it resolves. Throws HooklineError 503 when the log cannot be written, 413 when too large. */
+  record(input: DeliveryInput): Promise<RecordedDelivery>;
+}
+
+/** The original of a duplicate, found by the UUID its delivery event carries. */
+export type FindDelivery = (eventUuid: string) => Promise<IngestAck | undefined>;
+
+export interface RecorderDeps {
+  readonly store: EventStore;
+  readonly clock: Clock;
+  /** Look-up in a read model (the log projection's `findDeliveryByUuid`); the stream tail is searched too. */
+  readonly findInReadModel?: FindDelivery;
+  /** A reservation whose delivery cannot be found is taken over after this long (default 30 s). */
+  readonly graceMs?: number;
+  /** How long a duplicate waits for an in-flight original before answering 503 (default 5 s). */
+  readonly duplicateWaitMs?: number;
+  /** How many of the newest deliveries the tail search reads (default 256). */
+  readonly tailSearch?: number;
+}
+
+const encoder = new TextEncoder();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function storageError(e: unknown): HooklineError {
+  if (e instanceof HooklineError) return e;
+  if (e instanceof EventTooLargeError) {
+    return new HooklineError(
+      'payload_too_large',
+      'the body is larger than the event store accepts',
+      {},
+      { cause: e },
+    );
+  }
+  return new HooklineError(
+    'storage_unavailable',
+    'the event log cannot be written right now; retry later',
+    {},
+    {
+      cause: e,
+    },
+  );
+}
+
+export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
+  const { store, clock } = deps;
+  const graceMs = deps.graceMs ?? 30_000;
+  const duplicateWaitMs = deps.duplicateWaitMs ?? 5_000;
+  const tailSearch = deps.tailSearch ?? 256;
+  /**
+   * Reservations whose delivery append failed in this process. Once our own append has returned
+   * (failed), nothing of ours is in flight, so a copy may take over at once instead of after the
+   * grace period. Other processes fall back to the grace period.
+   */
+  const failedHolders = new Set<string>();
+
+  async function appendDelivery(uuid: string, metadata: DeliveryMetadata, payload: Uint8Array) {
+    try {
+      const result = await store.append(
+        DELIVERIES_STREAM,
+        [
+          {
+            id: uuid,
+            type: DELIVERY_RECEIVED,
+            data: payload,
+            metadata: encoder.encode(JSON.stringify(metadata)),
+            contentType: 'application/octet-stream',
+          },
+        ],
+        { expectedRevision: 'any' },
+      );
+      const ack: IngestAck = {
+        id: eventIdFromRevision(result.nextExpectedRevision),
+        provider: metadata.provider,
+        trust_mode: metadata.trust_mode,
+        verified: metadata.verified,
+        received_at: metadata.received_at,
+      };
+      return { ack, duplicate: false, position: result.position };
+    } catch (e) {
+      if (failedHolders.size > 10_000) failedHolders.clear();
+      failedHolders.add(uuid);
+      throw storageError(e);
+    }
+  }
+
+  async function readReservation(stream: string): Promise<ReservationState | undefined> {
+    let state: ReservationState | undefined;
+    try {
+      for await (const e of store.readStream(stream)) {
+        state = evolveReservation(
+          state,
+          { type: e.type, data: parseData(e) } as ReservationEvent,
+          e.revision,
+        );
+      }
+    } catch (e) {
+      if (e instanceof StreamNotFoundError) return undefined;
+      throw storageError(e);
+    }
+    return state;
+  }
+
+  /** The newest deliveries, where an in-flight or just-written original is. */
+  async function findInTail(uuid: string): Promise<IngestAck | undefined> {
+    try {
+      for await (const e of store.readStream(DELIVERIES_STREAM, {
+        direction: 'backwards',
+        maxCount: tailSearch,
+      })) {
+        if (e.id !== uuid) continue;
+        const m = JSON.parse(new TextDecoder().decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
+        return {
+          id: eventIdFromRevision(e.revision),
+          provider: m.provider,
+          trust_mode: m.trust_mode,
+          verified: m.verified,
+          received_at: m.received_at,
+        };
+      }
+    } catch (e) {
+      if (e instanceof StreamNotFoundError) return undefined;
+      throw storageError(e);
+    }
+    return undefined;
+  }
+
+  async function findOriginal(uuid: string): Promise<IngestAck | undefined> {
+    if (deps.findInReadModel) {
+      try {
+        const hit = await deps.findInReadModel(uuid);
+        if (hit) return hit;
+      } catch {
+        // The read model is a shortcut; the log itself is searched next.
+      }
+    }
+    return findInTail(uuid);
+  }
+
+  async function onDuplicate(
+    stream: string,
+    metadata: DeliveryMetadata,
+    payload: Uint8Array,
+  ): Promise<RecordedDelivery> {
+    const deadline = Date.now() + duplicateWaitMs;
+    let delay = 5;
+    for (;;) {
+      const state = await readReservation(stream);
+      if (!state) {
+        // The reservation vanished (it cannot in this store, but be safe): reserve afresh.
+        return reserveAndAppend(stream, metadata, payload);
+      }
+      const found = await findOriginal(state.holder);
+      const holderFailedHere = failedHolders.has(state.holder);
+      const newUuid = randomUUID();
+      const decision = decideOnDuplicate(
+        state,
+        found !== undefined,
+        clock.now(),
+        holderFailedHere ? 0 : graceMs,
+        newUuid,
+      );
+      switch (decision.action) {
+        case 'answer_original':
+          return { ack: found!, duplicate: true, position: null };
+        case 'take_over':
+          try {
+            await store.append(stream, [jsonEvent(decision.event.type, decision.event.data)], {
+              expectedRevision: state.revision,
+            });
+          } catch (e) {
+            if (isWrongExpectedVersion(e)) continue; // another copy took it over first: follow it
+            throw storageError(e);
+          }
+          failedHolders.delete(state.holder);
+          return appendDelivery(newUuid, metadata, payload);
+        case 'wait':
+          if (Date.now() >= deadline) {
+            throw new HooklineError(
+              'unavailable',
+              'a delivery with this external id is still being recorded; retry later',
+            );
+          }
+          await sleep(delay);
+          delay = Math.min(delay * 2, 200);
+          break;
+        default: {
+          const never: never = decision;
+          throw new Error(`unhandled decision ${JSON.stringify(never)}`);
+        }
+      }
+    }
+  }
+
+  async function reserveAndAppend(
+    stream: string,
+    metadata: DeliveryMetadata,
+    payload: Uint8Array,
+  ): Promise<RecordedDelivery> {
+    const uuid = randomUUID();
+    const reserved: ReservationEvent = {
+      type: 'DeliveryReserved',
+      data: { event_uuid: uuid, provider: metadata.provider, at: clock.now().toISOString() },
+    };
+    try {
+      await store.append(stream, [jsonEvent(reserved.type, reserved.data)], {
+        expectedRevision: 'no_stream',
+      });
+    } catch (e) {
+      if (isWrongExpectedVersion(e)) return onDuplicate(stream, metadata, payload);
+      throw storageError(e);
+    }
+    return appendDelivery(uuid, metadata, payload);
+  }
+
+  return {
+    async record(input) {
+      const { payload, received_at, ...rest } = input;
+      const metadata: DeliveryMetadata = {
+        ...rest,
+        received_at: (received_at ?? clock.now()).toISOString(),
+        payload_size: payload.byteLength,
+      };
+      if (metadata.external_id === null) return appendDelivery(randomUUID(), metadata, payload);
+      return reserveAndAppend(reservationStream(metadata.provider, metadata.external_id), metadata, payload);
+    },
+  };
+}
