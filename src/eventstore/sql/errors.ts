@@ -1,0 +1,48 @@
+/**
+ * Classifies driver errors. A lost or refused connection becomes StoreUnavailableError for
+ * callers (503); deadlocks and serialization failures are retried by the writer.
+ */
+
+const connectionCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  '57P01', // admin_shutdown, e.g. pg_terminate_backend
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up)
+  '53300', // too_many_connections
+]);
+
+const connectionMessages = [
+  'Connection terminated',
+  'connection error',
+  'Connection ended',
+  'timeout exceeded when trying to connect',
+  'Client was closed',
+  'not queryable',
+];
+
+function codeOf(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isConnectionError(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code && (connectionCodes.has(code) || code.startsWith('08'))) return true;
+  const message = err instanceof Error ? err.message : '';
+  if (connectionMessages.some((m) => message.includes(m))) return true;
+  if (err instanceof AggregateError) return err.errors.some(isConnectionError);
+  return false;
+}
+
+/** Deadlock or serialization failure: nothing was written, the same batch may run again. */
+export function isTransientConflict(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === '40P01' || code === '40001';
+}

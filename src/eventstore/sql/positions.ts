@@ -1,0 +1,40 @@
+import { type Position, START } from '../port.ts';
+
+/**
+ * A position in `$all` on PostgreSQL/PGlite: the writing transaction's xid8 and the row's
+ * global_position. Readers order by (transaction_id, global_position) and only see transactions
+ * below the oldest one still running, so this pair never goes backwards for a reader.
+ */
+export interface SqlPosition {
+  readonly transactionId: bigint;
+  readonly globalPosition: bigint;
+}
+
+/** Before every event: xid8 and bigserial values are both above zero. */
+export const ORIGIN: SqlPosition = { transactionId: 0n, globalPosition: 0n };
+
+const pattern = /^(\d{1,20}):(\d{1,20})$/;
+
+export function formatPosition(transactionId: string | bigint, globalPosition: string | bigint): Position {
+  return `${transactionId}:${globalPosition}`;
+}
+
+/** Parses a position of this adapter; throws TypeError on anything else (it is untrusted input, e.g. Last-Event-ID). */
+export function parsePosition(position: Position): SqlPosition {
+  if (position === START) return ORIGIN;
+  const m = pattern.exec(position);
+  if (!m) throw new TypeError(`not a position of the SQL event store: ${JSON.stringify(position)}`);
+  return { transactionId: BigInt(m[1]!), globalPosition: BigInt(m[2]!) };
+}
+
+export function isSqlPosition(position: string): boolean {
+  return position === START || pattern.test(position);
+}
+
+export function comparePositions(a: Position, b: Position): number {
+  const pa = parsePosition(a);
+  const pb = parsePosition(b);
+  if (pa.transactionId !== pb.transactionId) return pa.transactionId < pb.transactionId ? -1 : 1;
+  if (pa.globalPosition !== pb.globalPosition) return pa.globalPosition < pb.globalPosition ? -1 : 1;
+  return 0;
+}

@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { SqlDatabase } from '../../db/open.ts';
+import {
+  type AppendOptions,
+  type AppendResult,
+  type EventData,
+  type EventStore,
+  type ExpectedRevision,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  START,
+  StoreUnavailableError,
+  StreamNotFoundError,
+} from '../port.ts';
+import { startNotifyListener } from './listener.ts';
+import { comparePositions, parsePosition } from './positions.ts';
+import {
+  type AnyDb,
+  defaultPage,
+  readAllPage,
+  readHeadPosition,
+  readStreamLastPosition,
+  readStreamPage,
+  readStreamState,
+} from './reads.ts';
+import { toRecordedEvent } from './rows.ts';
+import { subscribeAllSql } from './subscription.ts';
+import { createWakeup } from './wakeup.ts';
+import { createAppendWriter, type PreparedEvent } from './writer.ts';
+
+/**
+ * The event store on PostgreSQL or PGlite: one implementation, the same SQL on both (design.md,
+ * "The event store port"). Only the wake-up of other processes differs: PostgreSQL LISTEN/NOTIFY.
+ * Run the migrations first (`migrateToLatest(sql.db)`).
+ */
+
+export interface SqlEventStoreOptions {
+  /** While live, subscriptions re-read at least this often (late commits). Default 500 ms. */
+  readonly pollMs?: number;
+  /** PostgreSQL: append batches written at once on separate connections. Default 2; PGlite always 1. */
+  readonly writers?: number;
+  /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
+  readonly notifyChannel?: string;
+  /** Transient failures the store recovers from (a lost connection, a retried query). */
+  readonly onError?: (err: unknown, context: string) => void;
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const truncateChunk = 1000;
+const ignoreClientError = () => {};
+
+function checkName(what: string, value: unknown): string {
+  // PostgreSQL text cannot hold NUL; a bad value must fail its own append, not its batch.
+  if (typeof value !== 'string' || value.length === 0 || value.includes('\u0000')) {
+    throw new TypeError(`invalid ${what}: ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function prepareEvents(events: readonly EventData[]): PreparedEvent[] {
+  return events.map((e) => {
+    if (!(e.data instanceof Uint8Array)) throw new TypeError('event data must be a Uint8Array');
+    if (e.metadata !== undefined && !(e.metadata instanceof Uint8Array)) {
+      throw new TypeError('event metadata must be a Uint8Array');
+    }
+    const contentType = e.contentType ?? 'application/octet-stream';
+    if (contentType !== 'application/json' && contentType !== 'application/octet-stream') {
+      throw new TypeError(`unsupported content type ${JSON.stringify(contentType)}`);
+    }
+    const id = e.id ?? randomUUID();
+    if (!uuidPattern.test(id)) throw new TypeError(`event id is not a UUID: ${JSON.stringify(id)}`);
+    return {
+      id,
+      type: checkName('event type', e.type),
+      data: e.data,
+      metadata: e.metadata ?? null,
+      contentType,
+    };
+  });
+}
+
+function checkExpected(expected: ExpectedRevision): ExpectedRevision {
+  if (typeof expected === 'bigint') {
+    if (expected < 0n) throw new TypeError(`expected revision must not be negative: ${expected}`);
+    return expected;
+  }
+  if (expected === 'any' || expected === 'no_stream' || expected === 'stream_exists') return expected;
+  throw new TypeError(`invalid expected revision: ${String(expected)}`);
+}
+
+export async function createSqlEventStore(
+  sqlDb: SqlDatabase,
+  options: SqlEventStoreOptions = {},
+): Promise<EventStore> {
+  const db = sqlDb.db as AnyDb;
+  const onError = options.onError ?? (() => {});
+  // node-pg emits 'error' on a checked-out client whose connection dies between queries (inside a
+  // transaction, say), and the pool listens only on idle ones: without a listener the process dies.
+  // The query in flight, or the next one, still fails and is handled where it was issued.
+  sqlDb.pool?.on('connect', (client) => {
+    if (!client.listeners('error').includes(ignoreClientError)) client.on('error', ignoreClientError);
+  });
+  try {
+    await sql`select 1 from es_events limit 0`.execute(db);
+  } catch (err) {
+    throw new Error('the event store tables are missing: run the migrations first', { cause: err });
+  }
+
+  const wakeup = createWakeup();
+  const closed = new AbortController();
+  const loops = new Set<Promise<void>>();
+  const instance = randomUUID();
+  const channel = options.notifyChannel ?? 'hookline_events';
+  const isPostgres = sqlDb.kind === 'postgres' && sqlDb.pool !== undefined;
+
+  const listener =
+    isPostgres && sqlDb.pool
+      ? startNotifyListener(sqlDb.pool, channel, instance, wakeup.fire, (err) => onError(err, 'listen'))
+      : undefined;
+
+  const writer = createAppendWriter({
+    db,
+    maxInFlight: isPostgres ? Math.max(1, options.writers ?? 2) : 1,
+    notifyChannel: isPostgres ? channel : undefined,
+    notifyPayload: instance,
+    onCommitted: wakeup.fire,
+    lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
+  });
+
+  let closing: Promise<void> | undefined;
+
+  async function* readStream(streamId: string, opts: ReadStreamOptions = {}): AsyncGenerator<RecordedEvent> {
+    const state = await readStreamState(db, streamId);
+    if (state.revision < 0n || state.truncateBefore > state.revision) throw new StreamNotFoundError(streamId);
+    const direction = opts.direction ?? 'forwards';
+    let remaining = opts.maxCount ?? Number.POSITIVE_INFINITY;
+    let from = opts.fromRevision ?? (direction === 'forwards' ? 0n : state.revision);
+    while (remaining > 0 && from >= 0n) {
+      const maxRows = Math.min(defaultPage.maxRows, remaining);
+      const rows = await readStreamPage(db, streamId, from, state.truncateBefore, direction, {
+        maxRows,
+        maxBytes: defaultPage.maxBytes,
+      });
+      for (const row of rows) {
+        const event = toRecordedEvent(row);
+        from = direction === 'forwards' ? event.revision + 1n : event.revision - 1n;
+        remaining--;
+        yield event;
+      }
+      if (rows.length === 0 || (rows.length < maxRows && !pageWasCut(rows))) return;
+    }
+  }
+
+  async function* readAll(opts: ReadAllOptions = {}): AsyncGenerator<RecordedEvent> {
+    let after = parsePosition(opts.after ?? START);
+    let remaining = opts.maxCount ?? Number.POSITIVE_INFINITY;
+    while (remaining > 0) {
+      const maxRows = Math.min(defaultPage.maxRows, remaining);
+      const rows = await readAllPage(db, after, { maxRows, maxBytes: defaultPage.maxBytes });
+      for (const row of rows) {
+        after = { transactionId: BigInt(row.tx), globalPosition: BigInt(row.gp) };
+        remaining--;
+        yield toRecordedEvent(row);
+      }
+      if (rows.length < maxRows && !pageWasCut(rows)) return;
+    }
+  }
+
+  /** A page shorter than asked was cut by its byte bound only if it reached that bound. */
+  function pageWasCut(rows: readonly { data: Uint8Array; metadata: Uint8Array | null }[]): boolean {
+    let bytes = 0;
+    for (const r of rows) bytes += r.data.byteLength + (r.metadata?.byteLength ?? 0);
+    return bytes >= defaultPage.maxBytes;
+  }
+
+  return {
+    kind: sqlDb.kind,
+
+    async append(
+      streamId: string,
+      events: readonly EventData[],
+      opts: AppendOptions = {},
+    ): Promise<AppendResult> {
+      if (closing) throw new StoreUnavailableError('the event store is closed');
+      const prepared = prepareEvents(events);
+      return writer.append(
+        checkName('stream id', streamId),
+        prepared,
+        checkExpected(opts.expectedRevision ?? 'any'),
+      );
+    },
+
+    readStream,
+    readAll,
+
+    subscribeAll: (opts) =>
+      subscribeAllSql(
+        {
+          db,
+          wakeup,
+          pollMs: options.pollMs ?? 500,
+          closed: closed.signal,
+          track: (loop) => {
+            loops.add(loop);
+            void loop.finally(() => loops.delete(loop));
+          },
+          onError: (err) => onError(err, 'subscribeAll'),
+        },
+        opts,
+      ),
+
+    headPosition: () => readHeadPosition(db),
+
+    async streamInfo(streamId) {
+      const state = await readStreamState(db, streamId);
+      return { revision: state.revision, truncateBefore: state.truncateBefore };
+    },
+
+    async truncateStream(streamId, beforeRevision) {
+      // Recorded first, so stream reads hide the events at once; then deleted in small
+      // transactions, so the single PGlite connection keeps serving appends in between.
+      const { rows } = await sql<{ truncate_before: string }>`
+        update es_streams
+        set truncate_before = greatest(truncate_before, least(${beforeRevision.toString()}::bigint, revision + 1))
+        where stream_id = ${streamId}
+        returning truncate_before::text as truncate_before`.execute(db);
+      const row = rows[0];
+      if (!row) return;
+      for (;;) {
+        const result = await sql`
+          delete from es_events
+          where stream_id = ${streamId} and revision in (
+            select revision from es_events
+            where stream_id = ${streamId} and revision < ${row.truncate_before}::bigint
+            order by revision limit ${truncateChunk})`.execute(db);
+        if ((result.numAffectedRows ?? 0n) < BigInt(truncateChunk)) return;
+      }
+    },
+
+    comparePositions,
+
+    close() {
+      closing ??= (async () => {
+        await writer.drain();
+        closed.abort();
+        await listener?.stop();
+        await Promise.allSettled([...loops]);
+        wakeup.complete();
+      })();
+      return closing;
+    },
+  };
+}

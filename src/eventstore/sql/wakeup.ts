@@ -1,0 +1,60 @@
+import { Subject } from 'rxjs';
+
+/**
+ * Wakes `$all` readers: fired after each commit of this process, and on PostgreSQL by NOTIFY from
+ * other processes. A wake-up only triggers the query; readers also poll, because a transaction
+ * that commits late can make events visible without a fresh notification.
+ */
+export interface Wakeup {
+  /** Grows with each wake-up; read it before querying and pass it to wait(). */
+  readonly seq: number;
+  fire(): void;
+  /** Resolves at the first wake-up after `since` (at once if there was one), after `ms`, or on abort. */
+  wait(since: number, ms: number, signal: AbortSignal): Promise<void>;
+  complete(): void;
+}
+
+export function createWakeup(): Wakeup {
+  let seq = 0;
+  const ticks = new Subject<number>();
+  return {
+    get seq() {
+      return seq;
+    },
+    fire() {
+      seq++;
+      ticks.next(seq);
+    },
+    wait(since, ms, signal) {
+      if (seq !== since || signal.aborted) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const sub = ticks.subscribe({ next: () => done(), complete: () => done() });
+        const timer = setTimeout(done, ms);
+        signal.addEventListener('abort', done, { once: true });
+        function done() {
+          sub.unsubscribe();
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+      });
+    },
+    complete() {
+      ticks.complete();
+    },
+  };
+}
+
+/** A sleep that an abort cuts short. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

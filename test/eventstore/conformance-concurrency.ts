@@ -1,0 +1,121 @@
+import { expect, it } from 'vitest';
+import { jsonEvent, parseData } from '../../src/eventstore/codec.ts';
+import { type ExpectedRevision, WrongExpectedVersionError } from '../../src/eventstore/port.ts';
+import {
+  type ConformanceTarget,
+  expectAscending,
+  follow,
+  ids,
+  randomPayload,
+  type SuiteContext,
+  settle,
+  toArray,
+  uniqueStream,
+} from './helpers.ts';
+
+/** Concurrency: racing writers, many writers under a live subscriber, group commit isolation. */
+export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteContext): void {
+  it('racing appenders on one stream, from two store instances: exactly one wins each revision', async () => {
+    const { store } = ctx;
+    const other = await ctx.harness.open();
+    const s = uniqueStream('race');
+    const winners: string[] = [];
+    for (let revision = -1n; revision < 5n; revision++) {
+      const expected: ExpectedRevision = revision < 0n ? 'no_stream' : revision;
+      const racers = Array.from({ length: 8 }, (_, i) =>
+        settle(
+          (i % 2 ? other : store).append(s, [jsonEvent('Won', { revision: String(revision), i })], {
+            expectedRevision: expected,
+          }),
+        ),
+      );
+      const outcomes = await Promise.all(racers);
+      const won = outcomes.filter((o) => o.ok);
+      expect(won).toHaveLength(1);
+      for (const o of outcomes) {
+        if (o.ok) {
+          expect(o.value.nextExpectedRevision).toBe(revision + 1n);
+          continue;
+        }
+        expect(o.error).toBeInstanceOf(WrongExpectedVersionError);
+        expect((o.error as WrongExpectedVersionError).actual).toBe(revision + 1n);
+      }
+      winners.push(String(revision));
+    }
+    const events = await toArray(store.readStream(s));
+    expect(events.map((e) => parseData<{ revision: string }>(e).revision)).toEqual(winners);
+    expect(events.map((e) => e.revision)).toEqual([0n, 1n, 2n, 3n, 4n, 5n]);
+  });
+
+  it('32 concurrent writers on different streams under a $all subscriber: each event exactly once, in the order of readAll', async () => {
+    const { store } = ctx;
+    const prefix = uniqueStream('w32');
+    const mine = (e: { streamId: string }) => e.streamId.startsWith(`${prefix}-`);
+    const start = await store.headPosition();
+    const f = follow(store, start, mine);
+    const rounds = 8;
+    const writers = Array.from({ length: 32 }, async (_, w) => {
+      const s = `${prefix}-${w}`;
+      for (let r = 0; r < rounds; r++) {
+        const events = Array.from({ length: 1 + (r % 2) }, (_, k) => ({
+          ...jsonEvent('W', { w, r, k }),
+        }));
+        await store.append(s, events, { expectedRevision: r === 0 ? 'no_stream' : 'stream_exists' });
+      }
+    });
+    await Promise.all(writers);
+    const total = 32 * (rounds + rounds / 2);
+    const seen = await f.until(total);
+    f.stop();
+    expect(seen).toHaveLength(total);
+    expect(new Set(ids(seen)).size).toBe(total);
+    const log = (await toArray(store.readAll({ after: start }))).filter(mine);
+    expect(ids(seen)).toEqual(ids(log));
+    expectAscending(store, seen);
+    // Within a stream, revisions in order and without gaps.
+    const byStream = new Map<string, bigint[]>();
+    for (const e of seen) byStream.set(e.streamId, [...(byStream.get(e.streamId) ?? []), e.revision]);
+    for (const revs of byStream.values()) expect(revs).toEqual(revs.map((_, i) => BigInt(i)));
+  });
+
+  it('a group commit in which one append has a wrong expected revision fails that append alone', async () => {
+    const { store } = ctx;
+    const a = uniqueStream('gc-a');
+    const b = uniqueStream('gc-b');
+    const c = uniqueStream('gc-c');
+    await store.append(a, [jsonEvent('A0', {})]);
+    await store.append(b, [jsonEvent('B0', {})]);
+    // Issued in one tick: the SQL adapters put them in one batch.
+    const outcomes = await Promise.all([
+      settle(store.append(a, [jsonEvent('A1', {})], { expectedRevision: 0n })),
+      settle(store.append(b, [jsonEvent('Bx', {})], { expectedRevision: 5n })),
+      settle(
+        store.append(c, [jsonEvent('C0', {}), { type: 'C1', data: randomPayload(1024) }], {
+          expectedRevision: 'no_stream',
+        }),
+      ),
+      settle(store.append(a, [jsonEvent('A2', {})], { expectedRevision: 1n })),
+      settle(store.append(a, [jsonEvent('Ax', {})], { expectedRevision: 1n })),
+      settle(store.append(b, [jsonEvent('B1', {})], { expectedRevision: 0n })),
+    ]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true, true, false, true]);
+    expect((outcomes[1] as { error: unknown }).error).toMatchObject({
+      streamId: b,
+      expected: 5n,
+      actual: 0n,
+    });
+    expect((outcomes[4] as { error: unknown }).error).toMatchObject({
+      streamId: a,
+      expected: 1n,
+      actual: 2n,
+    });
+    expect((await toArray(store.readStream(a))).map((e) => e.type)).toEqual(['A0', 'A1', 'A2']);
+    expect((await toArray(store.readStream(b))).map((e) => e.type)).toEqual(['B0', 'B1']);
+    expect((await toArray(store.readStream(c))).map((e) => e.type)).toEqual(['C0', 'C1']);
+    if (target.kind !== 'eventstoredb') {
+      // One transaction: the successful appends share the xid8 half of their positions.
+      const txids = new Set(outcomes.flatMap((o) => (o.ok ? [o.value.position.split(':')[0]] : [])));
+      expect(txids.size).toBe(1);
+    }
+  });
+}
