@@ -160,7 +160,7 @@ export function describeEventStoreConformance(target: ConformanceTarget): void {
       await store.append(s, [bin(payloads[2]!)], { expectedRevision: 1n });
       const events = await toArray(store.readStream(s));
       expect(events).toHaveLength(3);
-      events.forEach((e, i) => expectBytes(e.data, payloads[i]!));
+      for (const [i, e] of events.entries()) expectBytes(e.data, payloads[i]!);
     });
 
     it.runIf(target.kind !== 'eventstoredb')(
