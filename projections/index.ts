@@ -1,7 +1,13 @@
 import { logProjection } from './log.ts';
 import { providersProjection } from './providers.ts';
+import { settingsProjection } from './settings.ts';
 import { streamStatsProjection } from './stream-stats.ts';
 import type { Projection } from './types.ts';
 
 /** Every read model the runner keeps. Add a projection with one line. */
-export const allProjections: Projection[] = [streamStatsProjection, logProjection, providersProjection];
+export const allProjections: Projection[] = [
+  streamStatsProjection,
+  logProjection,
+  providersProjection,
+  settingsProjection,
+];
