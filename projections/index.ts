@@ -1,8 +1,12 @@
+import { agentsProjection } from './agents.ts';
+import { endpointsProjection } from './endpoints.ts';
 import { logProjection } from './log.ts';
 import { providersProjection } from './providers.ts';
 import { settingsProjection } from './settings.ts';
 import { streamStatsProjection } from './stream-stats.ts';
+import { todosProjection } from './todos.ts';
 import type { Projection } from './types.ts';
+import { webhooksProjection } from './webhooks.ts';
 
 /** Every read model the runner keeps. Add a projection with one line. */
 export const allProjections: Projection[] = [
@@ -10,4 +14,8 @@ export const allProjections: Projection[] = [
   logProjection,
   providersProjection,
   settingsProjection,
+  agentsProjection,
+  endpointsProjection,
+  webhooksProjection,
+  todosProjection,
 ];

@@ -1,4 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createOperatorAuth } from './auth/index.ts';
+import { oauthPlugin } from './auth/plugin.ts';
+import { createApiRoutes } from './http/api/plugin.ts';
 import { errorsPlugin } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { createProviderRoutes } from './http/providers-routes.ts';
@@ -41,6 +44,9 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
   await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
+  const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
+  await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
+  await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
 
   return app;
 }

@@ -1,12 +1,25 @@
 import type { Kysely } from 'kysely';
+import type { AgentTables } from '../../projections/agents.ts';
+import type { EndpointTables } from '../../projections/endpoints.ts';
 import type { LogTables } from '../../projections/log.ts';
 import type { ProviderTables } from '../../projections/providers.ts';
 import type { SettingsTables } from '../../projections/settings.ts';
+import type { TodoTables } from '../../projections/todos.ts';
+import type { WebhookTables } from '../../projections/webhooks.ts';
+import type { OAuthTables } from '../auth/oauth-tables.ts';
 
 /**
  * The one Database interface (style.md §7), composed from the per-table interfaces that each
  * module declares next to the code that owns the tables. Add a module's tables here.
  */
-export interface Database extends LogTables, ProviderTables, SettingsTables {}
+export interface Database
+  extends LogTables,
+    ProviderTables,
+    OAuthTables,
+    AgentTables,
+    EndpointTables,
+    WebhookTables,
+    TodoTables,
+    SettingsTables {}
 
 export type DB = Kysely<Database>;

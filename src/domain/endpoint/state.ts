@@ -16,6 +16,7 @@ export interface EndpointFacts {
   readonly webhookId: string;
   readonly replayTargets: readonly string[];
   readonly expiresAt: Date | null;
+  readonly vendedAt: Date;
 }
 
 export type EndpointState =
@@ -42,6 +43,7 @@ export function evolveEndpoint(state: EndpointState, event: EndpointEvent): Endp
         webhookId: d.webhook_id,
         replayTargets: d.replay_targets,
         expiresAt: d.expires_at ? new Date(d.expires_at) : null,
+        vendedAt: new Date(d.vended_at),
       };
     }
     case 'EndpointRevoked':

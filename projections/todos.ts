@@ -1,0 +1,140 @@
+import type { ColumnType, Kysely, Selectable } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import { isTodoEventType, type TodoEvent } from '../src/domain/todo/events.ts';
+import { parseData } from '../src/eventstore/codec.ts';
+import type { RecordedEvent } from '../src/eventstore/port.ts';
+import type { Projection } from './types.ts';
+
+/**
+ * One row per todo (stream `todo-<id>`), for list_todos, get_todo and the screens. The drain
+ * verbs' events update `state` and the claim columns.
+ */
+export interface TodosTable {
+  id: string;
+  endpoint_id: string;
+  slug: string;
+  operator: string;
+  queue: string;
+  kind: string;
+  title: string;
+  payload: ColumnType<unknown, string, string>;
+  key: string | null;
+  state: string;
+  source: string;
+  event_id: ColumnType<bigint | number, number, number>;
+  created_by: string;
+  created_at: ColumnType<Date, Date, Date>;
+  updated_at: ColumnType<Date, Date, Date>;
+  /** Drain moves (claim, heartbeat): who holds the todo and until when. */
+  claimed_by: string | null;
+  lease_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface TodoTables {
+  todos: TodosTable;
+}
+
+export type TodoRow = Selectable<TodosTable>;
+
+export const todosProjection: Projection = {
+  name: 'todos',
+  version: 1,
+  tables: ['todos'],
+  async createTables(db) {
+    await db.schema
+      .createTable('todos')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('endpoint_id', 'text', (c) => c.notNull())
+      .addColumn('slug', 'text', (c) => c.notNull())
+      .addColumn('operator', 'text', (c) => c.notNull())
+      .addColumn('queue', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('title', 'text', (c) => c.notNull())
+      .addColumn('payload', 'jsonb', (c) => c.notNull())
+      .addColumn('key', 'text')
+      .addColumn('state', 'text', (c) => c.notNull())
+      .addColumn('source', 'text', (c) => c.notNull())
+      .addColumn('event_id', 'bigint', (c) => c.notNull())
+      .addColumn('created_by', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('claimed_by', 'text')
+      .addColumn('lease_expires_at', 'timestamptz')
+      .addColumn('ended_at', 'timestamptz')
+      .execute();
+    await db.schema
+      .createIndex('todos_queue_idx')
+      .ifNotExists()
+      .on('todos')
+      .columns(['endpoint_id', 'queue', 'state', 'created_at'])
+      .execute();
+  },
+  handles: (e) => e.streamId.startsWith('todo-') && isTodoEventType(e.type),
+  async apply(db, events) {
+    for (const e of events) await applyTodoEvent(db, e);
+  },
+};
+
+async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
+  if (!isTodoEventType(e.type)) return;
+  const event = { type: e.type, data: parseData(e) } as TodoEvent;
+  switch (event.type) {
+    case 'TodoCreated': {
+      const d = event.data;
+      const at = new Date(d.created_at);
+      await db
+        .insertInto('todos')
+        .values({
+          id: d.todo_id,
+          endpoint_id: d.endpoint_id,
+          slug: d.slug,
+          operator: d.operator,
+          queue: d.queue,
+          kind: d.kind,
+          title: d.title,
+          payload: JSON.stringify(d.payload ?? null),
+          key: d.key,
+          state: 'pending',
+          source: d.source,
+          event_id: d.event_id,
+          created_by: d.created_by,
+          created_at: at,
+          updated_at: at,
+          claimed_by: null,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return;
+    }
+    default: {
+      const never: never = event.type;
+      return never;
+    }
+  }
+}
+
+export function findTodo(db: Kysely<Database>, id: string): Promise<TodoRow | undefined> {
+  return db.selectFrom('todos').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** An endpoint's todos on one queue, oldest first (what list_todos shows). */
+export function listTodos(
+  db: Kysely<Database>,
+  filter: {
+    readonly endpointId: string;
+    readonly queue?: string;
+    readonly states?: readonly string[];
+    readonly limit?: number;
+  },
+): Promise<TodoRow[]> {
+  let q = db.selectFrom('todos').selectAll().where('endpoint_id', '=', filter.endpointId);
+  if (filter.queue) q = q.where('queue', '=', filter.queue);
+  if (filter.states && filter.states.length > 0) q = q.where('state', 'in', [...filter.states]);
+  return q
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(filter.limit ?? 100)
+    .execute();
+}

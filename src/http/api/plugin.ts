@@ -1,0 +1,174 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { listAgents } from '../../../projections/agents.ts';
+import { listEndpoints } from '../../../projections/endpoints.ts';
+import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
+import { revokeEndpoint } from '../../domain/endpoint/revoke.ts';
+import { vendEndpoint } from '../../domain/endpoint/vend.ts';
+import { ALL_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
+import { pushTodo } from '../../domain/todo/push.ts';
+import { HooklineError } from '../../errors.ts';
+import type { DeliveryRecorder } from '../../ingest/recorder.ts';
+import { sanitizeHeaders } from '../../ingest/sanitize.ts';
+import type { Runtime } from '../../runtime.ts';
+import { buildOpenApi } from './openapi.ts';
+import { endpointRowOut, endpointStateOut, vendedOut } from './present.ts';
+import { checkReplayTargetSyntax } from './replay-targets.ts';
+import { PushTodoIn, RefParam, VendEndpointIn } from './schemas.ts';
+
+export interface ApiDeps {
+  readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
+  readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
+  readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  /** The vend-time replay target guard (release 0.4.0); default: checkReplayTargetSyntax. */
+  readonly checkReplayTarget?: (url: string) => Promise<void>;
+  /** Bound of the read-your-writes wait after a write (default 5 s). */
+  readonly waitMs?: number;
+}
+
+const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
+
+function principal(request: FastifyRequest): OperatorPrincipal {
+  const p = principals.get(request);
+  if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
+  return p;
+}
+
+/**
+ * The operator API, /api/v1 (spec 4.10-4.13). Every route but the OpenAPI document needs an
+ * operator access token, checked before the body is read, so a bad bearer is 401 whatever the
+ * body. Error bodies are problem documents served as application/json (the errors plugin).
+ */
+export function createApiRoutes(deps: ApiDeps) {
+  return fp(
+    async (app) => {
+      await app.register(async (api) => routes(api, deps), { prefix: '/api/v1' });
+    },
+    { name: 'hookline-api', dependencies: ['hookline-errors'] },
+  );
+}
+
+async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const { runtime, auth } = deps;
+  const { config, store, clock, db } = runtime;
+  const checkReplayTarget = deps.checkReplayTarget ?? checkReplayTargetSyntax;
+  const openapi = buildOpenApi(config.baseUrl, config.version);
+
+  // JSON only: anything else is an invalid body (spec 4.11/4.13 answer 400), not a 415.
+  api.addContentTypeParser('*', (_request, _payload, done) =>
+    done(new HooklineError('invalid_body', 'send a JSON body with Content-Type: application/json')),
+  );
+
+  /** Read-your-writes: the next list call sees this write (bounded; a slow projection only delays). */
+  const settle = async (position: string | undefined, projection?: string) => {
+    if (!position) return;
+    await runtime.projections
+      .waitFor(position, { timeoutMs: deps.waitMs ?? 5000, ...(projection ? { projection } : {}) })
+      .catch((err: unknown) => runtime.logger.warn({ err, position }, 'read model lags behind a write'));
+  };
+
+  api.get('/openapi.json', async (_request, reply) => {
+    reply.header('cache-control', 'no-cache');
+    return openapi;
+  });
+
+  await api.register(async (secured) => {
+    secured.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+      try {
+        principals.set(request, await auth.verifyBearer(request.headers.authorization));
+      } catch (err) {
+        // RFC 6750 §3: say which realm, and that the token (if one was sent) is the problem.
+        reply.header(
+          'www-authenticate',
+          request.headers.authorization
+            ? 'Bearer realm="hookline", error="invalid_token"'
+            : 'Bearer realm="hookline"',
+        );
+        throw err;
+      }
+    });
+
+    secured.get('/me', async (request) => {
+      const p = principal(request);
+      return { operator: p.operator, client_id: p.clientId, scope: p.scope };
+    });
+
+    secured.get('/agents', async (request) => {
+      const rows = await listAgents(db, principal(request).operator);
+      return rows.map((r) => ({
+        id: r.id,
+        name: r.name,
+        ...(r.description ? { description: r.description } : {}),
+      }));
+    });
+
+    secured.get('/endpoints', async (request) => {
+      const rows = await listEndpoints(db, principal(request).operator);
+      return rows.map((r) => endpointRowOut(config.baseUrl, r));
+    });
+
+    secured.post('/endpoints', async (request, reply) => {
+      const p = principal(request);
+      const body = VendEndpointIn.parse(request.body ?? undefined);
+      const vended = await vendEndpoint(
+        { store, clock, checkReplayTarget },
+        {
+          operator: p.operator,
+          human: p.human,
+          name: body.name,
+          queue: body.queue,
+          verbs: body.verbs ? normalizeVerbs(body.verbs) : [...ALL_VERBS],
+          expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+          replayTargets: body.replay_targets ?? [],
+        },
+      );
+      await settle(vended.position);
+      reply.header('cache-control', 'no-store');
+      return reply.code(201).send(vendedOut(config.baseUrl, vended));
+    });
+
+    secured.post<{ Params: { ref: string } }>('/endpoints/:ref/revoke', async (request) => {
+      const p = principal(request);
+      const ref = RefParam.parse(request.params.ref);
+      const { state, position } = await revokeEndpoint(
+        { store, clock },
+        { ref, operator: p.operator, human: p.human },
+      );
+      if (state.status === 'none')
+        throw new HooklineError('not_found', 'no endpoint of yours has that slug or id');
+      await settle(position, 'endpoints');
+      return endpointStateOut(config.baseUrl, state);
+    });
+
+    secured.post<{ Params: { ref: string } }>('/endpoints/:ref/todos', async (request, reply) => {
+      const p = principal(request);
+      const ref = RefParam.parse(request.params.ref);
+      const body = PushTodoIn.parse(request.body ?? undefined);
+      const pushed = await pushTodo(
+        { store, clock, recorder: deps.recorder },
+        {
+          ref,
+          operator: p.operator,
+          human: p.human,
+          title: body.title,
+          queue: body.queue,
+          kind: body.kind,
+          payload: body.payload ?? null,
+          key: body.key ?? null,
+          sourceIp: request.ip ?? null,
+          headers: sanitizeHeaders(request.headers),
+        },
+      );
+      await settle(pushed.position, 'todos');
+      return reply.code(201).send({
+        id: pushed.id,
+        endpoint_id: pushed.endpointId,
+        slug: pushed.slug,
+        queue: pushed.queue,
+        state: pushed.state,
+        created: pushed.created,
+        event_id: pushed.eventId,
+      });
+    });
+  });
+}

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { agentNameSchema } from '../../domain/agent/name.ts';
+import { DEFAULT_QUEUE, queueNameSchema } from '../../domain/endpoint/queue.ts';
+import { ALL_VERBS } from '../../domain/endpoint/verbs.ts';
+import { todoKeySchema, todoKindSchema, todoTitleSchema } from '../../domain/todo/input.ts';
+
+/**
+ * The operator API's shapes (spec 2.9), the one source of both request validation and the
+ * OpenAPI document (openapi.ts). Each component is registered under its spec name.
+ */
+export const apiSchemas = z.registry<{ id: string; description?: string }>();
+
+const dateTime = z.iso.datetime({ offset: true });
+
+export const AgentOut = z
+  .object({
+    id: z.string().describe('`ag_…`'),
+    name: z.string(),
+    description: z.string().optional(),
+  })
+  .register(apiSchemas, { id: 'AgentOut', description: 'An agent of the signed-in operator.' });
+
+export const VendEndpointIn = z
+  .strictObject({
+    name: agentNameSchema.describe('The agent name; vending again under the same name reuses the agent.'),
+    queue: queueNameSchema
+      .default(DEFAULT_QUEUE)
+      .describe('The single queue the endpoint drains and its webhook routes to; `quarantine` is reserved.'),
+    verbs: z
+      .array(z.enum(ALL_VERBS))
+      .min(1)
+      .optional()
+      .describe('The MCP verbs the endpoint may call (a subset of the allowlist); default: all of them.'),
+    expires_at: dateTime
+      .nullable()
+      .optional()
+      .describe('When the endpoint stops working (a future date-time); default: never.'),
+    replay_targets: z
+      .array(z.url())
+      .max(16)
+      .optional()
+      .describe('HTTPS URLs the endpoint may replay deliveries to, fixed at vend time (release 0.4.0).'),
+  })
+  .register(apiSchemas, { id: 'VendEndpointIn' });
+
+export const VendWebhookOut = z
+  .object({
+    webhook_id: z.string(),
+    ingest_url: z.url().describe('`{base_url}/webhooks/w/<token>`: the unguessable URL is the credential.'),
+    trust_mode: z.literal('token'),
+  })
+  .register(apiSchemas, { id: 'VendWebhookOut' });
+
+export const VendEndpointOut = z
+  .object({
+    id: z.string().describe('The endpoint id, `ep_…`; `{ref}` accepts it or the slug.'),
+    agent_id: z.string(),
+    agent_name: z.string(),
+    slug: z.string(),
+    mcp_url: z.url(),
+    token: z
+      .string()
+      .describe('The endpoint bearer (`hlk_…`), returned exactly once and never retrievable again.'),
+    queue: z.string(),
+    verbs: z.array(z.string()),
+    webhook: VendWebhookOut,
+    mcp_json: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'A ready-to-paste MCP client configuration (`mcpServers` entry) wiring mcp_url with the token.',
+      ),
+    expires_at: dateTime.nullable(),
+    replay_targets: z.array(z.string()),
+  })
+  .register(apiSchemas, { id: 'VendEndpointOut' });
+
+export const EndpointOut = z
+  .object({
+    id: z.string(),
+    slug: z.string(),
+    agent_id: z.string(),
+    agent_name: z.string(),
+    state: z.enum(['active', 'revoked']),
+    queues: z.array(z.string()),
+    verbs: z.array(z.string()),
+    expires_at: dateTime.nullable(),
+    replay_targets: z.array(z.string()),
+    mcp_url: z.url(),
+    webhook_id: z.string(),
+    created_at: dateTime,
+    revoked_at: dateTime.nullable(),
+  })
+  .register(apiSchemas, { id: 'EndpointOut', description: 'A vended endpoint; never carries a credential.' });
+
+export const PushTodoIn = z
+  .strictObject({
+    title: todoTitleSchema.describe('One line, 1 to 200 characters; reaches the agent as untrusted content.'),
+    queue: z
+      .string()
+      .optional()
+      .describe("One of the endpoint's vended queues; optional only when it drains exactly one."),
+    kind: todoKindSchema.default('operator').describe('Reported as the todo kind by list_todos.'),
+    payload: z.unknown().optional().describe('Any JSON, handed to the agent verbatim.'),
+    key: todoKeySchema
+      .optional()
+      .describe(
+        'Idempotency key scoped to the endpoint, at most 256 characters, matched against live todos.',
+      ),
+  })
+  .register(apiSchemas, { id: 'PushTodoIn' });
+
+export const PushTodoOut = z
+  .object({
+    id: z.string().describe('`td_…`'),
+    endpoint_id: z.string(),
+    slug: z.string(),
+    queue: z.string(),
+    state: z.string().describe('A new todo is `pending`.'),
+    created: z.boolean().describe('false when the key matched a live todo, which is returned unchanged.'),
+    event_id: z.number().int().describe('The `operator` delivery event the todo was born from.'),
+  })
+  .register(apiSchemas, { id: 'PushTodoOut' });
+
+export const Me = z
+  .object({
+    operator: z.string().describe('The signed-in human; owner of agents and endpoints.'),
+    client_id: z.string(),
+    scope: z.string(),
+  })
+  .register(apiSchemas, { id: 'Me' });
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    instance: z.string().optional(),
+    code: z.string().optional(),
+  })
+  .register(apiSchemas, {
+    id: 'Problem',
+    description: 'RFC 9457 problem details (served as application/json).',
+  });
+
+export const RefParam = z.string().min(1);
