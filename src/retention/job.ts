@@ -1,0 +1,194 @@
+import { sql } from 'kysely';
+import { getSettings } from '../../projections/settings.ts';
+import type { Clock } from '../clock.ts';
+import type { DB } from '../db/database.ts';
+import type { SqlDatabase } from '../db/open.ts';
+import { DELIVERIES_STREAM } from '../domain/delivery/metadata.ts';
+import type { Settings } from '../domain/settings/settings.ts';
+import { jsonEvent } from '../eventstore/codec.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import type { Logger } from '../logger.ts';
+import { RETENTION_EVENTS_KEPT, RETENTION_STREAM, type RetentionRan } from './events.ts';
+
+/** One prune cycle a minute (README "Screens", settings). */
+export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
+/** Rows deleted per transaction: the embedded database's one connection keeps serving ingestion. */
+export const DEFAULT_RETENTION_BATCH = 1000;
+/** Any number; it names the lock that keeps two instances from pruning at once. */
+const ADVISORY_LOCK_KEY = 7_240_311_501;
+
+export interface RetentionDeps {
+  readonly store: EventStore;
+  readonly db: DB;
+  readonly sql: Pick<SqlDatabase, 'kind' | 'pool'>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The settings in force; default the settings read model. */
+  readonly settings?: () => Promise<Settings>;
+}
+
+export interface RetentionOptions {
+  readonly intervalMs?: number;
+  readonly batchSize?: number;
+  /** Delay of the first cycle after start. */
+  readonly initialDelayMs?: number;
+}
+
+export interface RetentionJob {
+  /** One cycle now; null when another instance holds the prune lock. */
+  runOnce(): Promise<RetentionRan['data'] | null>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+const DAY_MS = 86_400_000;
+const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Enforces retention_max_age_days and retention_max_rows (0 = unlimited): the `deliveries`
+ * stream is truncated below the first delivery to keep, and the log read model loses the same
+ * rows in small batches. Only deliveries are pruned (design.md "Retention"). Each cycle is
+ * recorded as a RetentionRan event for the settings screen.
+ */
+export function createRetentionJob(deps: RetentionDeps, options: RetentionOptions = {}): RetentionJob {
+  const intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
+  const batchSize = options.batchSize ?? DEFAULT_RETENTION_BATCH;
+  const readSettings = deps.settings ?? (async () => (await getSettings(deps.db)).settings);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let stopped = false;
+
+  /** The first event id to keep, from both limits; ids below it go. */
+  async function keepFrom(settings: Settings, lastId: number, now: Date): Promise<number> {
+    let keep = 1;
+    if (settings.retention_max_rows > 0) keep = Math.max(keep, lastId - settings.retention_max_rows + 1);
+    if (settings.retention_max_age_days > 0) {
+      const cutoff = new Date(now.getTime() - settings.retention_max_age_days * DAY_MS);
+      const firstRecent = await deps.db
+        .selectFrom('log_events')
+        .select('id')
+        .where('received_at', '>=', cutoff)
+        .orderBy('received_at', 'asc')
+        .orderBy('id', 'asc')
+        .limit(1)
+        .executeTakeFirst();
+      if (firstRecent) keep = Math.max(keep, Number(firstRecent.id));
+      else {
+        // Nothing recent in the read model: everything it holds is old. Deliveries it has not
+        // applied yet are not judged, so a lagging projection never loses a new delivery.
+        const newest = await deps.db
+          .selectFrom('log_events')
+          .select((eb) => eb.fn.max('id').as('id'))
+          .executeTakeFirst();
+        if (newest?.id !== null && newest?.id !== undefined) keep = Math.max(keep, Number(newest.id) + 1);
+      }
+    }
+    return keep;
+  }
+
+  async function deleteLogRows(belowId: number): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const result = await sql`
+        delete from log_events where id in (
+          select id from log_events where id < ${belowId} order by id limit ${batchSize}
+        )`.execute(deps.db);
+      const n = Number(result.numAffectedRows ?? 0n);
+      removed += n;
+      if (n < batchSize || stopped) return removed;
+      await yieldToIo();
+    }
+  }
+
+  async function cycle(): Promise<RetentionRan['data']> {
+    const started = Date.now();
+    const now = deps.clock.now();
+    const settings = await readSettings();
+    const info = await deps.store.streamInfo(DELIVERIES_STREAM);
+    let removedEvents = 0;
+    let truncatedBeforeId: number | null = null;
+    let removedRows = 0;
+    if (info.revision >= 0n && (settings.retention_max_rows > 0 || settings.retention_max_age_days > 0)) {
+      const lastId = Number(info.revision) + 1;
+      const keep = Math.min(await keepFrom(settings, lastId, now), lastId + 1);
+      const beforeRevision = BigInt(keep - 1);
+      if (beforeRevision > info.truncateBefore) {
+        await deps.store.truncateStream(DELIVERIES_STREAM, beforeRevision);
+        removedEvents = Number(beforeRevision - info.truncateBefore);
+        truncatedBeforeId = keep;
+      }
+      removedRows = await deleteLogRows(keep);
+      if (removedRows > 0 && truncatedBeforeId === null) truncatedBeforeId = keep;
+    }
+    const data: RetentionRan['data'] = {
+      ran_at: now.toISOString(),
+      max_age_days: settings.retention_max_age_days,
+      max_rows: settings.retention_max_rows,
+      truncated_before_id: truncatedBeforeId,
+      removed_events: removedEvents,
+      removed_rows: removedRows,
+      duration_ms: Date.now() - started,
+    };
+    const appended = await deps.store.append(RETENTION_STREAM, [jsonEvent('RetentionRan', data)]);
+    const oldest = appended.nextExpectedRevision + 1n - BigInt(RETENTION_EVENTS_KEPT);
+    if (oldest > 0n && appended.nextExpectedRevision % 10n === 0n) {
+      await deps.store.truncateStream(RETENTION_STREAM, oldest);
+    }
+    if (removedEvents > 0 || removedRows > 0) {
+      deps.logger.info({ removedEvents, removedRows, truncatedBeforeId }, 'retention: pruned deliveries');
+    }
+    return data;
+  }
+
+  /** On PostgreSQL one instance prunes at a time (a session advisory lock); PGlite is one process. */
+  async function locked<T>(work: () => Promise<T>): Promise<T | null> {
+    const pool = deps.sql.kind === 'postgres' ? deps.sql.pool : undefined;
+    if (!pool) return work();
+    const client = await pool.connect();
+    try {
+      const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [
+        ADVISORY_LOCK_KEY,
+      ]);
+      if (!got.rows[0]?.ok) return null;
+      try {
+        return await work();
+      } finally {
+        await client.query('select pg_advisory_unlock($1)', [ADVISORY_LOCK_KEY]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  const runOnce = (): Promise<RetentionRan['data'] | null> => {
+    const p = locked(cycle);
+    running = p.catch(() => {});
+    return p;
+  };
+
+  const schedule = (delay: number) => {
+    if (stopped) return;
+    timer = setTimeout(async () => {
+      try {
+        await runOnce();
+      } catch (err) {
+        deps.logger.warn({ err }, 'retention: cycle failed; retrying next interval');
+      }
+      schedule(intervalMs);
+    }, delay);
+    timer.unref();
+  };
+
+  return {
+    runOnce,
+    start() {
+      stopped = false;
+      schedule(options.initialDelayMs ?? 10_000);
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
