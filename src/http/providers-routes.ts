@@ -5,7 +5,9 @@ import type { ProviderState } from '../domain/provider/index.ts';
 import { GENERIC_NAME_PATTERN, genericProviderName } from '../domain/provider/names.ts';
 import { HooklineError } from '../errors.ts';
 import type { Ingestion } from '../ingest/index.ts';
+import { isTrustedPeer, parseTrustedProxies } from '../ingest/source-ip.ts';
 import { generateToken, hashToken } from '../ingest/token.ts';
+import { renderFragment } from './ui/fragments.ts';
 
 export interface ProviderRoutesDeps {
   readonly config: Config;
@@ -23,27 +25,12 @@ export interface ProviderView {
   readonly token?: string;
 }
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
 /**
  * The HTML fragment of a provider: its enable/disable toggle and, once, a new token. Kept to one
- * function so the screens can swap it for their template.
+ * function so the screens can swap it for their template: it is templates/fragments/provider-toggle.njk.
  */
 export function renderProviderFragment(view: ProviderView): string {
-  const action = `/providers/${encodeURIComponent(view.name)}/enabled`;
-  const token = view.token
-    ? `<p class="token-once">Token (shown once, store it now): <code>${esc(view.token)}</code></p>`
-    : '';
-  return `<div class="provider" id="provider-${esc(view.name.replace(/[^a-z0-9_-]/g, '-'))}">
-<span class="name">${esc(view.name)}</span> <span class="trust">${esc(view.trust_mode)}</span>
-${view.ingest_url ? `<code class="path">${esc(view.ingest_url)}</code>` : ''}${token}
-<form method="post" action="${esc(action)}" hx-post="${esc(action)}" hx-target="closest .provider" hx-swap="outerHTML">
-<input type="hidden" name="enabled" value="${view.enabled ? 'false' : 'true'}">
-<button type="submit" aria-pressed="${view.enabled}">${view.enabled ? 'Disable' : 'Enable'}</button>
-<span class="state">${view.enabled ? 'enabled' : 'disabled'}</span>
-</form>
-</div>`;
+  return renderFragment('fragments/provider-toggle.njk', { provider: view });
 }
 
 /**
@@ -87,9 +74,14 @@ function parseEnabled(raw: string | undefined): boolean {
 
 export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsync {
   const { config, ingestion } = deps;
+  const trusted = parseTrustedProxies(config.trustedProxies);
+  /** Who decided, for the provider's events: the forward-auth user (from a trusted proxy only). */
   const operatorOf = (request: FastifyRequest): string => {
     const h = config.authUserHeader ? request.headers[config.authUserHeader] : undefined;
-    return typeof h === 'string' && h.length > 0 ? h : config.operator;
+    const fromProxy = isTrustedPeer(request.socket.remoteAddress, trusted);
+    return fromProxy && typeof h === 'string' && h.trim().length > 0
+      ? h.trim().slice(0, 128)
+      : config.operator;
   };
   const view = (state: ProviderState, token?: string): ProviderView => {
     const path =

@@ -59,10 +59,12 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): FastifyPluginAsync
       return Buffer.concat(chunks, size);
     });
 
-    scope.addHook('onRequest', async (request) => {
+    scope.addHook('onRequest', async (request, reply) => {
       const provider = await resolve(request);
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > limit) {
+        // The body stays unread: close the connection rather than drain it.
+        reply.header('connection', 'close');
         throw new HooklineError('payload_too_large', `the body exceeds ${limit} bytes`);
       }
       // Fastify refuses an unknown or malformed Content-Type (415) before any handler runs, which

@@ -41,6 +41,12 @@ function isTrusted(addr: Address, trusted: TrustedProxies): boolean {
   return trusted.some(([range, bits]) => range.kind() === addr.kind() && addr.match(range, bits));
 }
 
+/** Whether the TCP peer is one of the trusted proxies (whose forwarded headers are believed). */
+export function isTrustedPeer(remoteAddress: string | undefined, trusted: TrustedProxies): boolean {
+  const peer = remoteAddress ? parseAddress(remoteAddress) : undefined;
+  return peer !== undefined && isTrusted(peer, trusted);
+}
+
 /**
  * The client's address. X-Forwarded-For is believed only when the peer is a trusted proxy, and
  * then only as far as the chain stays within trusted proxies: walking from the right, the first

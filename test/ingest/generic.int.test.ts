@@ -207,4 +207,17 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
     expect(byName.get('generic:ci')!.recent_count).toBeGreaterThanOrEqual(5);
     expect(byName.get('generic:ci')!.last_event_at).not.toBeNull();
   });
+
+  it('rebuilds the log and providers read models to the same rows', async () => {
+    await h.settle();
+    const snapshot = async () => ({
+      log: await h.runtime.db.selectFrom('log_events').selectAll().orderBy('id').execute(),
+      providers: await h.runtime.db.selectFrom('providers').selectAll().orderBy('name').execute(),
+    });
+    const before = await snapshot();
+    expect(before.log.length).toBeGreaterThan(5);
+    await h.runtime.projections.rebuild('log');
+    await h.runtime.projections.rebuild('providers');
+    expect(await snapshot()).toEqual(before);
+  });
 });
