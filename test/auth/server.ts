@@ -116,10 +116,13 @@ export function exchangeCode(
 }
 
 /** A signed-in operator's token pair, obtained through the whole flow with a browser that clicks Allow. */
-export async function signIn(baseUrl: string): Promise<oauth.TokenEndpointResponse> {
+export async function signIn(
+  baseUrl: string,
+  browserHeaders: Record<string, string> = {},
+): Promise<oauth.TokenEndpointResponse> {
   const as = await discover(baseUrl);
   const req = await authorizationRequest(as, { resource: `${baseUrl}/api` });
-  const callback = await new TestBrowser().approve(req.url);
+  const callback = await new TestBrowser(browserHeaders).approve(req.url);
   return oauth.processAuthorizationCodeResponse(as, CLIENT, await exchangeCode(as, req, callback));
 }
 
