@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { DB } from '../src/db/database.ts';
 import type { SqlDatabase } from '../src/db/open.ts';
@@ -88,7 +89,10 @@ export interface ProgressTracker {
   finish(): void;
 }
 
-/** done/total, rate and ETA; reports at most every `everyMs`, and always the first and last time. */
+/**
+ * done/total, rate and ETA. Reports the first and last time, and in between whenever `everyMs`
+ * passed or another percent of the total was done, so a fast rebuild still shows its steps.
+ */
 export function progressTracker(
   name: string,
   total: number,
@@ -99,11 +103,13 @@ export function progressTracker(
   const started = now();
   let done = 0;
   let lastReport = Number.NEGATIVE_INFINITY;
+  let lastDone = Number.NEGATIVE_INFINITY;
   const report = (final: boolean) => {
     if (!onProgress) return;
     const t = now();
-    if (!final && t - lastReport < everyMs) return;
+    if (!final && t - lastReport < everyMs && done - lastDone < total / 100) return;
     lastReport = t;
+    lastDone = done;
     const shownTotal = final ? done : Math.max(total, done);
     const seconds = (t - started) / 1000;
     const ratePerSecond = seconds > 0 ? done / seconds : 0;
@@ -151,6 +157,9 @@ export async function replay(
     position = last;
     progress.advance(batch.length);
     if (!full) return position;
+    // PGlite answers in microtasks: without a turn of the event loop here, requests arriving over
+    // the network (ingestion) would wait for the whole replay instead of one batch.
+    await yieldToEventLoop();
     if (!prefetch) next = readBatch(store, position, batchSize);
   }
 }

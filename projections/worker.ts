@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep, setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { bufferTime, concatMap, filter, from, Subscription, tap } from 'rxjs';
 import type { SqlDatabase } from '../src/db/open.ts';
@@ -115,6 +115,7 @@ export function createWorker(deps: WorkerDeps): Worker {
       if (batch.length === 0) return;
       await applyBatch(batch, signal);
       if (batch.length < options.batchSize) return;
+      await yieldToEventLoop(); // let network I/O in between batches (PGlite answers in microtasks)
     }
   }
 

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
+import { readCheckpoint } from '../../projections/checkpoints.ts';
 import { createLogCounter } from '../../projections/lag.ts';
-import type { RebuildDeps } from '../../projections/rebuild.ts';
+import { buildShadow, type RebuildDeps } from '../../projections/rebuild.ts';
 import type { Projection } from '../../projections/types.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -59,6 +60,8 @@ export function trackingProjection(
   tag: string,
   options: {
     name?: string;
+    /** Slows each apply, so a test can act while a rebuild is under way. */
+    delayMs?: number;
     version?: number;
     failFirst?: number;
     onApply?: (events: readonly RecordedEvent[]) => void;
@@ -83,6 +86,7 @@ export function trackingProjection(
     },
     async apply(db: Kysely<Database>, events: readonly RecordedEvent[]) {
       options.onApply?.(events);
+      if (options.delayMs) await sleep(options.delayMs);
       await anyDb(db)
         .insertInto(table)
         .values(events.map((e) => ({ position: e.position, stream: e.streamId, runner: tag })))
@@ -115,4 +119,48 @@ export async function waitUntil(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(25);
   }
+}
+
+/**
+ * Compares every table of `projection` with a fresh rebuild from the log into `schema`, once the
+ * runner has applied exactly what the rebuild read. On a shared PostgreSQL cluster another
+ * suite's open transaction can hold back what readers see (the xid8 rule), so the head may still
+ * move while writers are quiet: the two sides are retaken until they stand at the same position.
+ */
+export async function compareWithRebuild(
+  h: Harness,
+  runner: { waitFor(position: string, options?: { projection?: string; timeoutMs?: number }): Promise<void> },
+  projection: Projection,
+  schema = `verify_${projection.name}`,
+): Promise<{ live: Record<string, string>; rebuilt: Record<string, string>; position: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const head = await h.store.headPosition();
+    await runner.waitFor(head, { projection: projection.name, timeoutMs: 60_000 });
+    const shadow = await buildShadow(rebuildDepsFor(h, 500), projection, { schema });
+    const checkpoint = await readCheckpoint(h.sql.db, projection.name);
+    if (shadow.position === head && checkpoint?.position === head) {
+      const live: Record<string, string> = {};
+      const rebuilt: Record<string, string> = {};
+      for (const t of projection.tables) {
+        live[t] = await dumpTable(h.sql.db, 'public', t);
+        rebuilt[t] = await dumpTable(h.sql.db, schema, t);
+      }
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(h.sql.db);
+      if ((await readCheckpoint(h.sql.db, projection.name))?.position === head)
+        return { live, rebuilt, position: head };
+    }
+    await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(h.sql.db);
+    if (attempt >= 20)
+      throw new Error(`the log kept moving while comparing ${projection.name} with a rebuild`);
+    await sleep(200);
+  }
+}
+
+/** Waits until readers of the log see `position` (a shared cluster may hold visibility back). */
+export async function waitVisible(h: Harness, position: string): Promise<void> {
+  await waitUntil(
+    async () => h.store.comparePositions(await h.store.headPosition(), position) >= 0,
+    `position ${position} to become visible`,
+    60_000,
+  );
 }
