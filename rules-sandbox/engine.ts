@@ -1,0 +1,337 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { HooklineError } from '../src/errors.ts';
+import { RULE_LIMITS, ruleHash, structuralProblems } from './limits.ts';
+import type { HostMessage, SandboxCounters, SandboxLimits, SandboxMessage, WireRule } from './protocol.ts';
+import type {
+  CompileProblem,
+  DryRunReport,
+  EngineLogger,
+  FaultedOutcome,
+  Outcome,
+  RuleDelivery,
+  RuleEngine,
+  RuleEngineOptions,
+  RuleSource,
+  SandboxHealth,
+} from './types.ts';
+
+type Request =
+  | { type: 'evaluate'; rules: WireRule[]; delivery: RuleDelivery }
+  | { type: 'compile'; rules: WireRule[] }
+  | { type: 'stats' };
+type Reply = Extract<SandboxMessage, { id: number }>;
+
+interface Job {
+  readonly request: Request;
+  readonly watchdogMs: number;
+  readonly resolve: (reply: Reply) => void;
+  readonly reject: (error: Error) => void;
+  id?: number;
+  timer?: NodeJS.Timeout;
+  attempts: number;
+}
+
+interface Proc {
+  readonly child: ChildProcess;
+  ready: boolean;
+  gone: boolean;
+  /** Why the host killed it, when it did. */
+  killedFor?: 'watchdog' | 'recycle' | 'start-timeout' | 'close';
+  fatal?: string;
+  settleStart: () => void;
+}
+
+const silent: EngineLogger = { info: () => {}, warn: () => {}, error: () => {} };
+const ZERO: SandboxCounters = { isolatesCreated: 0, compiles: 0, cacheHits: 0, evaluations: 0, faults: 0 };
+/** Slack for IPC and process scheduling on top of the limits the sandbox enforces itself. */
+const WATCHDOG_SLACK_MS = 1_000;
+
+const unavailable = (detail: string) => new HooklineError('sandbox_unavailable', detail);
+
+function sandboxLimits(options: RuleEngineOptions): SandboxLimits {
+  const memoryLimitMb = options.memoryLimitMb ?? RULE_LIMITS.maxMemoryLimitMb;
+  if (memoryLimitMb < RULE_LIMITS.minMemoryLimitMb || memoryLimitMb > RULE_LIMITS.maxMemoryLimitMb) {
+    throw new RangeError(
+      `memoryLimitMb must be ${RULE_LIMITS.minMemoryLimitMb} to ${RULE_LIMITS.maxMemoryLimitMb}`,
+    );
+  }
+  const deadlineMs = options.deadlineMs ?? 250;
+  const cpuBudgetMs = options.cpuBudgetMs ?? 100;
+  if (!(deadlineMs >= 1) || !(cpuBudgetMs >= 1))
+    throw new RangeError('deadlineMs and cpuBudgetMs must be at least 1');
+  return { deadlineMs, cpuBudgetMs, memoryLimitMb, graceMs: 100, maxCompiled: 1_000 };
+}
+
+const toWire = (rules: readonly RuleSource[]): WireRule[] =>
+  rules.map((r) => ({ id: r.id, source: r.source, hash: ruleHash(r.source) }));
+
+/**
+ * Starts the sandbox process and resolves once it is ready, or once it has failed to start (then
+ * `health()` is `unavailable` and the engine keeps retrying in the background).
+ */
+export async function createRuleEngine(options: RuleEngineOptions = {}): Promise<RuleEngine> {
+  const limits = sandboxLimits(options);
+  const logger = options.logger ?? silent;
+  const childPath = fileURLToPath(options.childModule ?? new URL('./child.ts', import.meta.url));
+  const maxQueue = options.maxQueue ?? 1_000;
+  const startTimeoutMs = options.startTimeoutMs ?? 10_000;
+
+  let proc: Proc | null = null;
+  let closed = false;
+  let startFailures = 0;
+  let processStarts = 0;
+  let nextId = 1;
+  let retryTimer: NodeJS.Timeout | undefined;
+  const queue: Job[] = [];
+  let inFlight: Job | null = null;
+
+  function start(): Promise<void> {
+    processStarts += 1;
+    let settleStart = () => {};
+    const started = new Promise<void>((resolve) => {
+      settleStart = resolve;
+    });
+    // --no-node-snapshot: isolated-vm asks for it on Node 20 and later; the sandbox process is ours
+    // alone, so it is set there whatever the service itself was started with.
+    const child = fork(childPath, [JSON.stringify(limits)], {
+      execArgv: ['--no-node-snapshot'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const current: Proc = { child, ready: false, gone: false, settleStart };
+    proc = current;
+    holdOpen();
+    const startTimer = setTimeout(() => kill(current, 'start-timeout'), startTimeoutMs);
+    child.on('message', (message: SandboxMessage) => {
+      if (message.type === 'ready') {
+        clearTimeout(startTimer);
+        current.ready = true;
+        startFailures = 0;
+        logger.info({ pid: message.pid }, 'rule sandbox ready');
+        current.settleStart();
+        pump();
+      } else if (message.type === 'fatal') {
+        current.fatal = message.message;
+      } else {
+        onReply(current, message);
+      }
+    });
+    const onGone = (detail: string) => {
+      clearTimeout(startTimer);
+      onExit(current, detail);
+    };
+    child.on('exit', (code, signal) => onGone(signal ? `signal ${signal}` : `exit code ${code}`));
+    child.on('error', (error) => onGone(error.message));
+    return started;
+  }
+
+  /**
+   * The sandbox process never keeps the service alive on its own; while work is waiting for it,
+   * though, it must (a queued evaluation would otherwise be dropped by an idle event loop).
+   */
+  function holdOpen(): void {
+    const target = proc;
+    if (!target || target.gone) return;
+    const busy = inFlight !== null || queue.length > 0;
+    if (busy) {
+      target.child.ref();
+      target.child.channel?.ref();
+    } else {
+      target.child.unref();
+      target.child.channel?.unref();
+    }
+  }
+
+  function kill(target: Proc, why: NonNullable<Proc['killedFor']>): void {
+    if (target.gone) return;
+    target.killedFor ??= why;
+    target.child.kill('SIGKILL');
+  }
+
+  function onReply(from: Proc, reply: Reply): void {
+    const job = inFlight;
+    if (from !== proc || !job || job.id !== reply.id) return;
+    clearTimeout(job.timer);
+    inFlight = null;
+    job.resolve(reply);
+    holdOpen();
+    if ('recycle' in reply && reply.recycle) {
+      logger.warn({ pid: from.child.pid }, 'rule sandbox has a stuck isolate; replacing the process');
+      kill(from, 'recycle');
+    } else {
+      pump();
+    }
+  }
+
+  function onExit(target: Proc, detail: string): void {
+    if (target.gone) return;
+    target.gone = true;
+    target.settleStart();
+    if (target !== proc) return;
+    proc = null;
+    if (!target.ready) {
+      startFailures += 1;
+      const delay = Math.min(30_000, 1_000 * 2 ** (startFailures - 1));
+      logger.error(
+        { detail, reason: target.fatal ?? target.killedFor, retryInMs: delay },
+        'rule sandbox failed to start; webhooks with rules answer 503',
+      );
+      for (const job of queue.splice(0)) job.reject(unavailable('the rule sandbox cannot start'));
+      if (!closed) {
+        retryTimer = setTimeout(() => void start(), delay);
+        retryTimer.unref();
+      }
+      return;
+    }
+    const job = inFlight;
+    inFlight = null;
+    if (job) {
+      clearTimeout(job.timer);
+      // A process that died on its own may have died before the job reached it (or of something
+      // else entirely): the job gets one more try in the new process before it counts as crashed.
+      if (target.killedFor === undefined && job.attempts < 2) queue.unshift(job);
+      else job.resolve(crashReply(job, target.killedFor === 'watchdog'));
+    }
+    if (target.killedFor !== 'recycle' && target.killedFor !== 'close') {
+      logger.warn({ detail, killedFor: target.killedFor }, 'rule sandbox process ended; restarting it');
+    }
+    if (!closed) void start();
+  }
+
+  /** What a job gets when the process under it died or was killed for not answering. */
+  function crashReply(job: Job, hung: boolean): Reply {
+    const id = job.id ?? 0;
+    const message = hung
+      ? 'the sandbox did not answer in time and was replaced'
+      : 'the sandbox process ended during the evaluation and was replaced';
+    const outcome: FaultedOutcome = {
+      kind: 'faulted',
+      rule: null,
+      reason: hung ? 'timeout' : 'crashed',
+      message,
+    };
+    switch (job.request.type) {
+      case 'evaluate':
+        return { type: 'evaluated', id, outcome, recycle: false };
+      case 'compile': {
+        const first = job.request.rules[0];
+        const problems = first
+          ? [{ rule: { id: first.id, index: 0 }, message: `checking the rules: ${message}` }]
+          : [];
+        return { type: 'compiled', id, problems, recycle: false };
+      }
+      case 'stats':
+        return { type: 'stats', id, counters: ZERO };
+    }
+  }
+
+  function pump(): void {
+    const target = proc;
+    // A process the host has started killing takes no more work, though its exit is still to come.
+    if (closed || inFlight || !target?.ready || target.gone || target.killedFor || queue.length === 0) return;
+    const job = queue.shift()!;
+    job.id = nextId++;
+    job.attempts += 1;
+    inFlight = job;
+    job.timer = setTimeout(() => kill(target, 'watchdog'), job.watchdogMs);
+    const message = { ...job.request, id: job.id } as HostMessage;
+    target.child.send(message, (error) => {
+      if (error) kill(target, 'watchdog');
+    });
+  }
+
+  function submit(request: Request, watchdogMs: number): Promise<Reply> {
+    if (closed) return Promise.reject(unavailable('the rule engine is closed'));
+    if (startFailures > 0) return Promise.reject(unavailable('the rule sandbox cannot start'));
+    if (queue.length >= maxQueue) return Promise.reject(unavailable('the rule sandbox is overloaded'));
+    return new Promise((resolve, reject) => {
+      queue.push({ request, watchdogMs, resolve, reject, attempts: 0 });
+      holdOpen();
+      pump();
+    });
+  }
+
+  const perRuleMs = limits.deadlineMs + limits.graceMs;
+
+  async function evaluate(rules: readonly RuleSource[], delivery: RuleDelivery): Promise<Outcome> {
+    if (closed) throw unavailable('the rule engine is closed');
+    if (rules.length === 0) return { kind: 'default' };
+    const problem = structuralProblems(rules)[0];
+    if (problem) return { kind: 'faulted', rule: problem.rule, reason: 'compile', message: problem.message };
+    const reply = await submit(
+      { type: 'evaluate', rules: toWire(rules), delivery },
+      perRuleMs * 3 + WATCHDOG_SLACK_MS,
+    );
+    if (reply.type !== 'evaluated') throw unavailable('the rule sandbox answered out of turn');
+    return reply.outcome;
+  }
+
+  async function compileCheck(rules: readonly RuleSource[]): Promise<CompileProblem[]> {
+    if (rules.length === 0) return [];
+    const structural = structuralProblems(rules);
+    if (structural.length > 0) return structural;
+    const reply = await submit(
+      { type: 'compile', rules: toWire(rules) },
+      perRuleMs * 3 * rules.length + WATCHDOG_SLACK_MS,
+    );
+    if (reply.type !== 'compiled') throw unavailable('the rule sandbox answered out of turn');
+    return reply.problems;
+  }
+
+  async function dryRun(
+    rules: readonly RuleSource[],
+    deliveries: readonly RuleDelivery[],
+  ): Promise<DryRunReport> {
+    const compile = await compileCheck(rules);
+    if (compile.length > 0) return { ok: false, compile, outcomes: [], faults: [] };
+    const outcomes: Outcome[] = [];
+    const faults: { index: number; outcome: FaultedOutcome }[] = [];
+    for (const [index, delivery] of deliveries.entries()) {
+      const outcome = await evaluate(rules, delivery);
+      outcomes.push(outcome);
+      if (outcome.kind === 'faulted') faults.push({ index, outcome });
+    }
+    return { ok: faults.length === 0, compile, outcomes, faults };
+  }
+
+  const health = (): SandboxHealth => (closed || startFailures > 0 ? 'unavailable' : 'ok');
+
+  async function stats() {
+    let counters = ZERO;
+    if (proc?.ready && !closed) {
+      const reply = await submit({ type: 'stats' }, WATCHDOG_SLACK_MS * 5);
+      if (reply.type === 'stats') counters = reply.counters;
+    }
+    return {
+      health: health(),
+      pid: proc?.ready ? (proc.child.pid ?? null) : null,
+      processStarts,
+      ...counters,
+    };
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    clearTimeout(retryTimer);
+    const error = unavailable('the rule engine is closed');
+    for (const job of queue.splice(0)) job.reject(error);
+    if (inFlight) {
+      clearTimeout(inFlight.timer);
+      inFlight.reject(error);
+      inFlight = null;
+    }
+    const target = proc;
+    if (target && !target.gone) {
+      const exited = new Promise<void>((resolve) => target.child.once('exit', () => resolve()));
+      // The process is unref'd so it never holds the service open; here we do wait for it.
+      target.child.ref();
+      kill(target, 'close');
+      await exited;
+    }
+  }
+
+  await start();
+  return { evaluate, compileCheck, dryRun, health, stats, close };
+}

@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuleEngine, type RuleEngine } from '../../rules-sandbox/index.ts';
+import { isHooklineError } from '../../src/errors.ts';
+import { delivery, healthyRule, rule } from './support.ts';
+
+// The host side: the sandbox process is restarted after a crash, a sandbox that cannot start makes
+// the engine unavailable (callers answer 503), and faults never leak into other evaluations.
+const opened: RuleEngine[] = [];
+async function engineWith(options: Parameters<typeof createRuleEngine>[0]) {
+  const engine = await createRuleEngine(options);
+  opened.push(engine);
+  return engine;
+}
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((e) => e.close()));
+});
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('sandbox process', () => {
+  it('is restarted after it dies, and the next evaluation runs in the new one', async () => {
+    const engine = await engineWith({ deadlineMs: 250, cpuBudgetMs: 250 });
+    const before = await engine.stats();
+    expect(before.pid).toBeTypeOf('number');
+    process.kill(before.pid!, 'SIGKILL');
+    expect(await engine.evaluate([healthyRule], delivery())).toMatchObject({ kind: 'routed', queue: 'ok' });
+    const after = await engine.stats();
+    expect(after.processStarts).toBe(before.processStarts + 1);
+    expect(after.pid).not.toBe(before.pid);
+    expect(engine.health()).toBe('ok');
+  });
+
+  it('retries an evaluation once when the process dies under it', async () => {
+    const engine = await engineWith({ deadlineMs: 1_500, cpuBudgetMs: 20_000 });
+    const { pid, processStarts } = await engine.stats();
+    const running = engine.evaluate([rule('() => { for (;;) {} }', 'spin')], delivery());
+    // Let the sandbox get into the loop, so the kill lands mid-evaluation.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(pid!, 'SIGKILL');
+    // The retry in the new process meets the same loop, and this time the deadline stops it.
+    expect(await running).toMatchObject({ kind: 'faulted', reason: 'timeout', rule: { id: 'spin' } });
+    expect((await engine.stats()).processStarts).toBe(processStarts + 1);
+    expect(await engine.evaluate([healthyRule], delivery())).toMatchObject({ kind: 'routed', queue: 'ok' });
+  });
+
+  it('faults as crashed when the process dies again on the retry, and stays available', async () => {
+    const engine = await engineWith({
+      childModule: new URL('./fixtures/crashing-sandbox.ts', import.meta.url),
+    });
+    expect(engine.health()).toBe('ok');
+    const outcome = await engine.evaluate([healthyRule], delivery());
+    expect(outcome).toMatchObject({ kind: 'faulted', reason: 'crashed', rule: null });
+    expect(engine.health()).toBe('ok');
+    expect((await engine.stats()).processStarts).toBe(3);
+  });
+
+  it('keeps faults to their own evaluation when many are queued together', async () => {
+    const engine = await engineWith({ deadlineMs: 250, cpuBudgetMs: 250 });
+    const hostile = [
+      rule('() => { while (1) {} }', 'loop'),
+      rule('() => { throw new Error("boom"); }', 'throw'),
+      rule("() => ({ route: 'quarantine' })", 'reserved'),
+    ];
+    const work = Array.from({ length: 12 }, (_, i) => {
+      const bad = hostile[i % 3]!;
+      return i % 2 === 0 ? engine.evaluate([healthyRule], delivery()) : engine.evaluate([bad], delivery());
+    });
+    const outcomes = await Promise.all(work);
+    outcomes.forEach((outcome, i) => {
+      if (i % 2 === 0) expect(outcome).toMatchObject({ kind: 'routed', queue: 'ok' });
+      else expect(outcome).toMatchObject({ kind: 'faulted', rule: { id: hostile[i % 3]!.id } });
+    });
+  });
+
+  it('is gone after close, and the engine refuses work', async () => {
+    const engine = await engineWith({});
+    const { pid } = await engine.stats();
+    await engine.close();
+    expect(alive(pid!)).toBe(false);
+    expect(engine.health()).toBe('unavailable');
+    await expect(engine.evaluate([healthyRule], delivery())).rejects.toMatchObject({
+      code: 'sandbox_unavailable',
+    });
+  });
+});
+
+describe('a sandbox that cannot run', () => {
+  it('reports unavailable and refuses evaluations with sandbox_unavailable (503)', async () => {
+    const engine = await engineWith({
+      childModule: new URL('./fixtures/no-sandbox.ts', import.meta.url),
+      startTimeoutMs: 5_000,
+    });
+    expect(engine.health()).toBe('unavailable');
+    const refused = await engine.evaluate([healthyRule], delivery()).catch((error: unknown) => error);
+    expect(isHooklineError(refused) && refused.status).toBe(503);
+    expect(isHooklineError(refused) && refused.code).toBe('sandbox_unavailable');
+    await expect(engine.compileCheck([healthyRule])).rejects.toMatchObject({ code: 'sandbox_unavailable' });
+    await expect(engine.dryRun([healthyRule], [delivery()])).rejects.toMatchObject({
+      code: 'sandbox_unavailable',
+    });
+    // A webhook without rules needs no sandbox.
+    expect(await engine.evaluate([], delivery())).toEqual({ kind: 'default' });
+  });
+
+  it('refuses a memory limit above 16 MB', async () => {
+    await expect(createRuleEngine({ memoryLimitMb: 32 })).rejects.toThrow(/memoryLimitMb must be 8 to 16/);
+  });
+});
