@@ -66,6 +66,7 @@ export const envSchema = z
       .transform((h) => h?.toLowerCase()),
     HOOKLINE_BROKER_URL: z.url({ protocol: /^rediss?$/ }).optional(),
     HOOKLINE_BROKER_CHANNELS: csv,
+    HOOKLINE_BROKER_CLAIM_IDLE_MS: z.coerce.number().int().min(100).max(86_400_000).default(30_000),
     HOOKLINE_SECRET_KEY: z
       .string()
       .regex(/^[A-Za-z0-9+/=_-]{43,}$/)
@@ -111,7 +112,12 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   readonly operator: string;
   readonly authUserHeader: string | undefined;
-  readonly broker: Readonly<{ url: string | undefined; channels: readonly string[] }>;
+  readonly broker: Readonly<{
+    url: string | undefined;
+    channels: readonly string[];
+    /** Entries pending this long with a dead consumer are claimed (XAUTOCLAIM). */
+    claimIdleMs: number;
+  }>;
   readonly secretKey: string | undefined;
   readonly shutdownTimeoutMs: number;
   readonly version: string;
@@ -171,7 +177,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     trustedProxies: e.HOOKLINE_TRUSTED_PROXIES,
     operator: e.HOOKLINE_OPERATOR,
     authUserHeader: e.HOOKLINE_AUTH_USER_HEADER,
-    broker: { url: e.HOOKLINE_BROKER_URL, channels: e.HOOKLINE_BROKER_CHANNELS },
+    broker: {
+      url: e.HOOKLINE_BROKER_URL,
+      channels: e.HOOKLINE_BROKER_CHANNELS,
+      claimIdleMs: e.HOOKLINE_BROKER_CLAIM_IDLE_MS,
+    },
     secretKey: e.HOOKLINE_SECRET_KEY,
     shutdownTimeoutMs: e.HOOKLINE_SHUTDOWN_TIMEOUT_MS,
     version,

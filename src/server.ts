@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import { findDeliveryByUuid } from '../projections/log.ts';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
+import { startBrokerConsumers } from './ingest/broker/index.ts';
+import { createDeliveryRecorder } from './ingest/recorder.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
 
 export interface RunningServer {
@@ -29,6 +32,15 @@ export async function startServer(config: Config, options: StartServerOptions = 
     await release?.();
     throw err;
   }
+  // BROKER (issue 8): Redis Streams consumers; the lead may move this next to the ingestion wiring.
+  startBrokerConsumers(
+    runtime,
+    createDeliveryRecorder({
+      store: runtime.store,
+      clock: runtime.clock,
+      findInReadModel: (uuid) => findDeliveryByUuid(runtime.db, uuid),
+    }),
+  );
   const app = await buildApp(runtime);
   try {
     await app.listen({ host: config.host, port: config.port });
