@@ -1,0 +1,204 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Subscription } from 'rxjs';
+import type { Position } from '../eventstore/port.ts';
+import type { LiveHub } from '../live/hub.ts';
+import {
+  createSseWriter,
+  type SerializedBatch,
+  type SseWriter,
+  serializeBatch,
+  sseFrame,
+} from '../live/sse.ts';
+import type { Logger } from '../logger.ts';
+import { securityHeaders } from './ui/security.ts';
+
+export interface StreamOptions {
+  /** At most this many missed deliveries are replayed after Last-Event-ID; more is a `reset`. */
+  readonly replayBound?: number;
+  /** A comment line this often keeps proxies from closing an idle stream. */
+  readonly keepAliveMs?: number;
+  /** Unsent bytes a client may hold before it is dropped. */
+  readonly maxBufferBytes?: number;
+}
+
+export const DEFAULT_REPLAY_BOUND = 1000;
+export const DEFAULT_KEEP_ALIVE_MS = 10_000;
+export const DEFAULT_MAX_BUFFER_BYTES = 1024 * 1024;
+
+export interface StreamDeps {
+  readonly hub: LiveHub;
+  readonly logger: Logger;
+  /** The `retry:` to advertise: sse_retry_ms from the settings read model, read at each connect. */
+  readonly retryMs: () => Promise<number>;
+  readonly options?: StreamOptions;
+}
+
+interface Client {
+  readonly writer: SseWriter;
+  /** buffering: replay in progress; filtering: skip what the replay already sent; sync: live. */
+  mode: 'buffering' | 'filtering' | 'sync';
+  buffer: SerializedBatch[];
+  buffered: number;
+  lastSent: Position;
+}
+
+/**
+ * GET /events (spec 4.4 and 6). Every client hangs off the hub's one `$all` subscription: each
+ * burst of deliveries is serialized once and written once per client. A client that sends
+ * Last-Event-ID first subscribes (buffering live deliveries), then gets the replay from the
+ * store, then the buffered deliveries newer than the last one replayed: no gap, no repeat.
+ */
+export function streamPlugin(deps: StreamDeps) {
+  const replayBound = deps.options?.replayBound ?? DEFAULT_REPLAY_BOUND;
+  const keepAliveMs = deps.options?.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const maxBufferBytes = deps.options?.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const { hub } = deps;
+
+  return fp(
+    async (app: FastifyInstance) => {
+      const clients = new Set<Client>();
+      const subscriptions: Subscription[] = [];
+
+      const deliver = (client: Client, batch: SerializedBatch): void => {
+        if (client.mode === 'sync') {
+          client.writer.send(batch.joined);
+          return;
+        }
+        if (client.mode === 'buffering') {
+          client.buffer.push(batch);
+          client.buffered += batch.items.length;
+          // A replay that cannot keep up with the live rate is as good as a slow client.
+          if (client.buffered > replayBound * 10) drop(client);
+          return;
+        }
+        const first = batch.items.findIndex((i) => hub.comparePositions(i.position, client.lastSent) > 0);
+        if (first < 0) return;
+        client.mode = 'sync';
+        client.writer.send(
+          first === 0
+            ? batch.joined
+            : batch.items
+                .slice(first)
+                .map((i) => i.frame)
+                .join(''),
+        );
+      };
+
+      const drop = (client: Client): void => {
+        clients.delete(client);
+        client.writer.close();
+      };
+
+      subscriptions.push(
+        hub.batches$.subscribe((batch) => {
+          if (clients.size === 0) return;
+          const serialized = serializeBatch(batch);
+          for (const client of clients) deliver(client, serialized);
+        }),
+        hub.status$.subscribe((status) => {
+          const frame = sseFrame('status', status);
+          for (const client of clients) client.writer.send(frame);
+        }),
+      );
+      const keepAlive = setInterval(() => {
+        for (const client of clients) client.writer.send(': keep-alive\n\n');
+      }, keepAliveMs);
+      keepAlive.unref();
+
+      app.addHook('preClose', async () => {
+        clearInterval(keepAlive);
+        for (const s of subscriptions) s.unsubscribe();
+        for (const client of clients) client.writer.close();
+        clients.clear();
+      });
+
+      app.get('/events', async (request: FastifyRequest, reply) => {
+        const retry = await deps.retryMs().catch(() => 3000);
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          ...securityHeaders,
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-store, no-transform',
+          'x-accel-buffering': 'no',
+        });
+        const client: Client = {
+          writer: createSseWriter(res, maxBufferBytes, () => {
+            clients.delete(client);
+            deps.logger.info('stream: slow client dropped');
+          }),
+          mode: 'buffering',
+          buffer: [],
+          buffered: 0,
+          lastSent: 'start',
+        };
+        clients.add(client);
+        request.raw.on('close', () => {
+          clients.delete(client);
+          client.writer.close();
+        });
+        client.writer.send(`retry: ${retry}\n\n`);
+
+        const lastEventId = request.headers['last-event-id'];
+        try {
+          await catchUp(
+            client,
+            typeof lastEventId === 'string' && lastEventId.trim() ? lastEventId.trim() : null,
+          );
+        } catch (err) {
+          deps.logger.warn({ err }, 'stream: catch-up failed');
+          drop(client);
+          return;
+        }
+        if (client.writer.closed) return;
+        const pending = client.buffer;
+        client.buffer = [];
+        client.buffered = 0;
+        client.mode = 'filtering';
+        for (const batch of pending) deliver(client, batch);
+        hub.status().then(
+          (s) => client.writer.send(sseFrame('status', s)),
+          () => {},
+        );
+      });
+
+      /** Replays what the client missed, or tells it to reload; sets where live delivery resumes. */
+      async function catchUp(client: Client, lastEventId: string | null): Promise<void> {
+        if (lastEventId === null) {
+          // A fresh client gets the head as its resume point, so a reconnect misses nothing.
+          const head = await hub.headPosition();
+          client.lastSent = head;
+          client.writer.send(sseFrame('ready', { position: head }, head));
+          return;
+        }
+        const result = await hub.replay(lastEventId, replayBound);
+        if (result.kind === 'events' && result.events.length === 0 && !(await notAhead(lastEventId))) {
+          return reset(client, 'unknown_position');
+        }
+        if (result.kind === 'reset') return reset(client, result.reason);
+        client.lastSent = lastEventId;
+        if (result.events.length > 0) {
+          client.writer.send(serializeBatch(result.events).joined);
+          client.lastSent = result.events[result.events.length - 1]!.position;
+        }
+      }
+
+      /** A Last-Event-ID past the head (another database, a wiped store) would hide every live event. */
+      async function notAhead(position: Position): Promise<boolean> {
+        try {
+          return hub.comparePositions(position, await hub.headPosition()) <= 0;
+        } catch {
+          return false;
+        }
+      }
+
+      async function reset(client: Client, reason: string): Promise<void> {
+        const head = await hub.headPosition();
+        client.lastSent = head;
+        client.writer.send(sseFrame('reset', { reason, replay_bound: replayBound }, head));
+      }
+    },
+    { name: 'hookline-stream' },
+  );
+}
