@@ -5,8 +5,12 @@ import { createApiRoutes } from './http/api/plugin.ts';
 import { errorsPlugin } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { createProviderRoutes } from './http/providers-routes.ts';
+import { streamPlugin } from './http/stream.ts';
+import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createWebhookRoutes } from './http/webhooks.ts';
 import { createIngestion } from './ingest/index.ts';
+import { createLive, livePlugin } from './live/index.ts';
+import { retentionPlugin } from './retention/plugin.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface BuildAppOptions {
@@ -44,6 +48,13 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
   await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
+  const live = createLive(runtime); // the one $all subscription: SSE clients and MCP doorbells
+  await app.register(livePlugin(live));
+  await app.register(
+    streamPlugin({ hub: live.hub, logger: runtime.logger, retryMs: () => sseRetryMs(runtime) }),
+  );
+  await app.register(createUi(runtime, live));
+  await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));

@@ -1,0 +1,50 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ProviderListing } from '../../../projections/providers.ts';
+import type { ProjectionRunner } from '../../../projections/types.ts';
+import type { Clock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import type { DB } from '../../db/database.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import type { LiveHub } from '../../live/hub.ts';
+import type { Connection, StatusSnapshot } from '../../live/status.ts';
+import type { Views } from './views.ts';
+
+/** What the screens need; every screen reads read models only. */
+export interface UiDeps {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly db: DB;
+  readonly store: EventStore;
+  readonly projections: Pick<ProjectionRunner, 'waitFor'>;
+  readonly hub: LiveHub;
+  readonly views: Views;
+  readonly listProviders: () => Promise<readonly ProviderListing[]>;
+  readonly loadStatus: (connection: Connection) => Promise<StatusSnapshot>;
+  /** How long a post waits for its own write to reach the read model (default 2 s). */
+  readonly readYourWritesMs?: number;
+}
+
+export type Page = 'dashboard' | 'log' | 'providers' | 'settings';
+
+/** An htmx request wants a fragment, except a history restore, which needs the whole page. */
+export const wantsFragment = (request: FastifyRequest): boolean =>
+  request.headers['hx-request'] === 'true' && request.headers['hx-history-restore-request'] !== 'true';
+
+export function sendHtml(reply: FastifyReply, html: string, status = 200): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
+}
+
+/** The values every full page needs (layout: navigation, live pill). */
+export const layoutContext = (deps: UiDeps, page: Page) => ({
+  page,
+  connection: deps.hub.connection(),
+  baseUrl: deps.config.baseUrl,
+});
+
+/** The forward-auth user, when the proxy names one; recorded with settings changes. */
+export function actorOf(deps: UiDeps, request: FastifyRequest): string | null {
+  const header = deps.config.authUserHeader;
+  if (!header) return null;
+  const v = request.headers[header];
+  return typeof v === 'string' && v.length > 0 && v.length <= 200 ? v : null;
+}

@@ -1,0 +1,30 @@
+import { listProviders } from '../../../projections/providers.ts';
+import { getSettings } from '../../../projections/settings.ts';
+import type { Live } from '../../live/index.ts';
+import type { Runtime } from '../../runtime.ts';
+import { loadAssets } from './assets.ts';
+import { uiPlugin } from './plugin.ts';
+import { createViews } from './views.ts';
+
+export { uiPlugin } from './plugin.ts';
+
+/** The screens over a runtime and the process's live hub (one line in buildApp). */
+export function createUi(runtime: Runtime, live: Live) {
+  const assets = loadAssets();
+  return uiPlugin({
+    config: runtime.config,
+    clock: runtime.clock,
+    db: runtime.db,
+    store: runtime.store,
+    projections: runtime.projections,
+    hub: live.hub,
+    loadStatus: live.loadStatus,
+    listProviders: () => listProviders(runtime.config, runtime.db, runtime.clock.now()),
+    views: createViews({ assets, version: runtime.config.version }),
+    assets,
+  });
+}
+
+/** sse_retry_ms from the settings read model: the stream's `retry:` at each connect. */
+export const sseRetryMs = async (runtime: Pick<Runtime, 'db'>): Promise<number> =>
+  (await getSettings(runtime.db)).settings.sse_retry_ms;

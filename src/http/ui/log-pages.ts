@@ -1,0 +1,86 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { getEvent, type LogFilters, listEvents } from '../../../projections/log.ts';
+import { HooklineError } from '../../errors.ts';
+import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
+import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
+
+const FILTERS = ['provider', 'event_type', 'since', 'cursor', 'limit'] as const;
+type FilterName = (typeof FILTERS)[number];
+
+/** Each filter at most once; a repeated one is as invalid as a malformed one (400). */
+function readQuery(request: FastifyRequest): Partial<Record<FilterName, string>> {
+  const q = (request.query ?? {}) as Record<string, unknown>;
+  const out: Partial<Record<FilterName, string>> = {};
+  for (const name of FILTERS) {
+    const v = q[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') {
+      throw new HooklineError('invalid_filter', `${name} may be given once`, { field: name });
+    }
+    if (v.trim() !== '') out[name] = v.trim();
+  }
+  return out;
+}
+
+const toQuery = (params: Record<string, string | undefined>): string => {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') s.set(k, v);
+  const text = s.toString();
+  return text ? `?${text}` : '';
+};
+
+/** GET /log (spec 4.5) and GET /log/{id} (spec 4.6). */
+export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
+  app.get('/log', async (request, reply) => {
+    const q = readQuery(request);
+    const filters: LogFilters = { provider: q.provider, event_type: q.event_type, since: q.since };
+    const page = await listEvents(deps.db, filters, q.cursor, q.limit);
+    const limit = q.limit ?? '50';
+    const keep = { provider: q.provider, event_type: q.event_type, since: q.since, limit: q.limit };
+    const view = {
+      events: page.events,
+      filters: { ...keep, limit },
+      paged: q.cursor !== undefined,
+      newestUrl: `/log${toQuery(keep)}`,
+      olderUrl: page.next_cursor ? `/log${toQuery({ ...keep, cursor: page.next_cursor })}` : null,
+      filtered: Boolean(q.provider || q.event_type || q.since),
+    };
+    reply.header('vary', 'HX-Request, HX-History-Restore-Request');
+    if (wantsFragment(request)) return sendHtml(reply, deps.views.render('fragments/log-results.njk', view));
+    const providers = await deps.listProviders();
+    return sendHtml(
+      reply,
+      deps.views.render('pages/log.njk', {
+        ...layoutContext(deps, 'log'),
+        ...view,
+        providerNames: providers.map((p) => p.name),
+        limits: ['25', '50', '100', '200'],
+      }),
+    );
+  });
+
+  app.get<{ Params: { id: string } }>('/log/:id', async (request, reply) => {
+    const { id } = request.params;
+    const event = await getEvent(deps.db, id);
+    if (!event) {
+      const shown = /^[0-9]{1,20}$/.test(id) ? ` ${id}` : '';
+      throw new HooklineError('not_found', `no event with id${shown}`);
+    }
+    const bytes = event.payload_bytes;
+    const raw = rawSegments(bytes);
+    const pretty = prettyJson(bytes);
+    return sendHtml(
+      reply,
+      deps.views.render('pages/event.njk', {
+        ...layoutContext(deps, 'log'),
+        event,
+        headers: Object.entries(event.headers).sort(([a], [b]) => a.localeCompare(b)),
+        pretty,
+        prettyTokens: pretty === null ? null : jsonTokens(pretty),
+        form: formFields(bytes, event.content_type),
+        raw,
+        rawIsText: raw.every((s) => 'text' in s),
+      }),
+    );
+  });
+}

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+import { postForm, sendCodehost, startTestServer, type TestServer } from '../ui/support.ts';
+import { controllableEventSource } from './support.ts';
+
+const hasPg = await postgresAvailable();
+
+interface Summary {
+  id: number;
+  provider: string;
+  event_type: string | null;
+  trust_mode: string;
+  verified: boolean;
+  payload_size: number;
+  received_at: string;
+}
+
+/** Appends `n` deliveries in one append (far faster than n requests), like the recorder writes them. */
+async function appendDeliveries(store: EventStore, n: number) {
+  const encoder = new TextEncoder();
+  const events = Array.from({ length: n }, (_, i) => {
+    const payload = encoder.encode(JSON.stringify({ bulk: i }));
+    return {
+      id: randomUUID(),
+      type: DELIVERY_RECEIVED,
+      data: payload,
+      contentType: 'application/octet-stream' as const,
+      metadata: encoder.encode(
+        JSON.stringify({
+          provider: 'codehost',
+          family: 'webhook',
+          trust_mode: 'signed',
+          verified: true,
+          verify_detail: 'sha256',
+          event_type: 'bulk',
+          external_id: null,
+          content_type: 'application/json',
+          source_ip: '127.0.0.1',
+          headers: {},
+          received_at: new Date().toISOString(),
+          payload_size: payload.byteLength,
+        }),
+      ),
+    };
+  });
+  return store.append(DELIVERIES_STREAM, events);
+}
+
+describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
+  let db: TestDatabase;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    s = await startTestServer({ databaseUrl: db.url });
+    const res = await postForm(s.url, '/settings', { sse_retry_ms: '300' });
+    expect(res.status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('advertises retry: from sse_retry_ms and gives a fresh client its resume point', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${s.url}/events`, { signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('cache-control')).toMatch(/no-cache/);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: ready')) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    expect(text.startsWith('retry: 300\n\n')).toBe(true);
+    expect(text).toMatch(/id: \d+:\d+\nevent: ready\n/);
+  });
+
+  it('sends event-received with the EventSummary of each accepted delivery, id the global position', async () => {
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      await client.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const ack = await sendCodehost(s.url, { n: 1 }, { event: 'push' });
+      await client.waitFor((all) => all.some((r) => r.type === 'event-received'));
+      const [got] = client.events('event-received');
+      expect(got!.data).toEqual({
+        id: ack.id,
+        provider: 'codehost',
+        event_type: 'push',
+        trust_mode: 'signed',
+        verified: true,
+        payload_size: JSON.stringify({ n: 1 }).length,
+        received_at: ack.received_at,
+      } satisfies Summary);
+      expect(got!.lastEventId).toMatch(/^\d+:\d+$/);
+      // A status snapshot comes on connect and on the idle -> receiving move.
+      await client.waitFor((all) => all.some((r) => r.type === 'status'));
+      const status = client.events('status').at(-1)!.data as {
+        connection: string;
+        providers: { name: string }[];
+      };
+      expect(['receiving', 'idle']).toContain(status.connection);
+      expect(status.providers.map((p) => p.name)).toContain('codehost');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('resumes with Last-Event-ID after 100 deliveries sent while disconnected: each exactly once', async () => {
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      const first = await sendCodehost(s.url, { before: true });
+      await client.waitFor((all) =>
+        all.some((r) => r.type === 'event-received' && (r.data as Summary).id === first.id),
+      );
+      const resumeFrom = client.events('event-received').at(-1)!.lastEventId;
+
+      client.goOffline();
+      const missed: number[] = [];
+      for (let i = 0; i < 100; i++) missed.push((await sendCodehost(s.url, { missed: i })).id);
+      client.online();
+      // More arrive while the client replays: they must neither be lost nor doubled.
+      const during = Promise.all(Array.from({ length: 20 }, (_, i) => sendCodehost(s.url, { during: i })));
+      const duringIds = (await during).map((a) => a.id);
+
+      const expected = [first.id, ...missed, ...duringIds].sort((a, b) => a - b);
+      await client.waitFor((all) => all.filter((r) => r.type === 'event-received').length >= expected.length);
+      await new Promise((r) => setTimeout(r, 500)); // anything extra would show up now
+      const ids = client.events('event-received').map((r) => (r.data as Summary).id);
+      expect(ids).toEqual(expected);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(client.requests.some((r) => r.lastEventId === resumeFrom)).toBe(true);
+      expect(client.events('reset')).toHaveLength(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('tells a client too far behind to reset, then continues live from the head', async () => {
+    const head = await s.runtime.store.headPosition();
+    await appendDeliveries(s.runtime.store, 1001);
+    const client = controllableEventSource(`${s.url}/events`);
+    const headers = { 'last-event-id': head };
+    client.es.close();
+    const res = await fetch(`${s.url}/events`, { headers });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toMatch(
+      /id: (\d+:\d+)\nevent: reset\ndata: \{"reason":"beyond_replay_bound","replay_bound":1000\}/,
+    );
+    expect(text).not.toContain('event: event-received');
+    const newHead = /id: (\d+:\d+)\nevent: reset/.exec(text)![1]!;
+    expect(s.runtime.store.comparePositions(newHead, head)).toBeGreaterThan(0);
+  });
+
+  it('resets a client whose Last-Event-ID is not a position of this store', async () => {
+    for (const bad of ['garbage', '99999999999:1']) {
+      const res = await fetch(`${s.url}/events`, { headers: { 'last-event-id': bad } });
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
+      expect(text).toContain('"reason":"unknown_position"');
+    }
+  });
+
+  it('multicasts every delivery once to each of several clients', async () => {
+    const clients = [0, 1, 2].map(() => controllableEventSource(`${s.url}/events`));
+    try {
+      await Promise.all(clients.map((c) => c.waitFor((all) => all.some((r) => r.type === 'ready'))));
+      const acks = await Promise.all(Array.from({ length: 10 }, (_, i) => sendCodehost(s.url, { fan: i })));
+      const expected = acks.map((a) => a.id).sort((a, b) => a - b);
+      for (const c of clients) {
+        await c.waitFor((all) => all.filter((r) => r.type === 'event-received').length >= expected.length);
+        expect(c.events('event-received').map((r) => (r.data as Summary).id)).toEqual(expected);
+      }
+    } finally {
+      for (const c of clients) c.close();
+    }
+  });
+});

@@ -1,0 +1,101 @@
+import { EventSource } from 'eventsource';
+
+export interface Received {
+  readonly type: string;
+  readonly data: unknown;
+  readonly lastEventId: string;
+}
+
+/**
+ * An `eventsource` client whose connection the test can cut (the stream ends, as when a proxy or
+ * the network drops it) and keep offline (connects fail), so the client's own reconnect logic,
+ * with its Last-Event-ID, is what resumes.
+ */
+export function controllableEventSource(
+  url: string,
+  types: readonly string[] = ['event-received', 'status', 'reset', 'ready'],
+) {
+  let offline = false;
+  let cutCurrent: (() => void) | undefined;
+  const requests: { lastEventId: string | null }[] = [];
+  const received: Received[] = [];
+  const listeners = new Set<() => void>();
+
+  const es = new EventSource(url, {
+    fetch: async (input, init) => {
+      const headers = new Headers(init?.headers as HeadersInit | undefined);
+      requests.push({ lastEventId: headers.get('last-event-id') });
+      if (offline) throw new TypeError('offline (test)');
+      const res = await fetch(input, init as RequestInit);
+      if (!res.body) return res;
+      const reader = res.body.getReader();
+      let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controllerRef = controller;
+        },
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          } catch {
+            try {
+              controller.close();
+            } catch {}
+          }
+        },
+        cancel() {
+          void reader.cancel().catch(() => {});
+        },
+      });
+      cutCurrent = () => {
+        void reader.cancel().catch(() => {});
+        try {
+          controllerRef?.close();
+        } catch {}
+      };
+      return new Response(body, { status: res.status, headers: res.headers });
+    },
+  });
+  for (const type of types) {
+    es.addEventListener(type, (e) => {
+      const m = e as MessageEvent;
+      received.push({ type, data: JSON.parse(String(m.data)), lastEventId: m.lastEventId });
+      for (const l of listeners) l();
+    });
+  }
+
+  const waitFor = (predicate: (all: readonly Received[]) => boolean, timeoutMs = 15_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (predicate(received)) return resolve();
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`stream condition not met in ${timeoutMs} ms (${received.length} messages)`));
+      }, timeoutMs);
+      const check = () => {
+        if (!predicate(received)) return;
+        clearTimeout(timer);
+        listeners.delete(check);
+        resolve();
+      };
+      listeners.add(check);
+    });
+
+  return {
+    es,
+    received,
+    requests,
+    events: (type: string) => received.filter((r) => r.type === type),
+    waitFor,
+    /** Ends the current connection and keeps the client offline until `online()`. */
+    goOffline() {
+      offline = true;
+      cutCurrent?.();
+    },
+    online() {
+      offline = false;
+    },
+    close: () => es.close(),
+  };
+}
