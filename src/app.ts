@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
+import { adminPlugin } from './http/admin.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { errorsPlugin } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
@@ -58,6 +59,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
+  await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
 
   return app;
 }
