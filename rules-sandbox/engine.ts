@@ -236,9 +236,18 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
     inFlight = job;
     job.timer = setTimeout(() => kill(target, 'watchdog'), job.watchdogMs);
     const message = { ...job.request, id: job.id } as HostMessage;
-    target.child.send(message, (error) => {
-      if (error) kill(target, 'watchdog');
-    });
+    try {
+      target.child.send(message, (error) => {
+        if (error) kill(target, 'watchdog');
+      });
+    } catch (error) {
+      // Only a value that cannot be serialized throws here; the sandbox never saw it.
+      clearTimeout(job.timer);
+      inFlight = null;
+      job.reject(new TypeError(`the delivery cannot be sent to the sandbox: ${(error as Error).message}`));
+      holdOpen();
+      pump();
+    }
   }
 
   function submit(request: Request, watchdogMs: number): Promise<Reply> {

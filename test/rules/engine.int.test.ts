@@ -113,3 +113,12 @@ describe('a sandbox that cannot run', () => {
     await expect(createRuleEngine({ memoryLimitMb: 32 })).rejects.toThrow(/memoryLimitMb must be 8 to 16/);
   });
 });
+
+describe('input that cannot reach the sandbox', () => {
+  it('rejects a delivery that cannot be serialized, and keeps serving', async () => {
+    const engine = await engineWith({});
+    const bad = delivery({ payload: { fn: (() => 1) as unknown as string } });
+    await expect(engine.evaluate([healthyRule], bad)).rejects.toThrow(/cannot be sent to the sandbox/);
+    expect(await engine.evaluate([healthyRule], delivery())).toMatchObject({ kind: 'routed', queue: 'ok' });
+  });
+});
