@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import {
   DELIVERIES_STREAM,
@@ -22,6 +21,7 @@ import {
   isWrongExpectedVersion,
   StreamNotFoundError,
 } from '../eventstore/port.ts';
+import { uuidv7 } from './uuid7.ts';
 
 export type DeliveryInput = Omit<DeliveryMetadata, 'received_at' | 'payload_size'> & {
   /** The raw body, stored byte for byte. */
@@ -192,7 +192,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       }
       const found = await findOriginal(state.holder);
       const holderFailedHere = failedHolders.has(state.holder);
-      const newUuid = randomUUID();
+      const newUuid = uuidv7();
       const decision = decideOnDuplicate(
         state,
         found !== undefined,
@@ -237,7 +237,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     metadata: DeliveryMetadata,
     payload: Uint8Array,
   ): Promise<RecordedDelivery> {
-    const uuid = randomUUID();
+    const uuid = uuidv7();
     const reserved: ReservationEvent = {
       type: 'DeliveryReserved',
       data: { event_uuid: uuid, provider: metadata.provider, at: clock.now().toISOString() },
@@ -261,7 +261,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
         received_at: (received_at ?? clock.now()).toISOString(),
         payload_size: payload.byteLength,
       };
-      if (metadata.external_id === null) return appendDelivery(randomUUID(), metadata, payload);
+      if (metadata.external_id === null) return appendDelivery(uuidv7(), metadata, payload);
       return reserveAndAppend(reservationStream(metadata.provider, metadata.external_id), metadata, payload);
     },
   };

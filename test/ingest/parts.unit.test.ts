@@ -6,6 +6,7 @@ import { extractIdentity } from '../../src/ingest/extract.ts';
 import { REDACTED, sanitizeHeaders } from '../../src/ingest/sanitize.ts';
 import { parseTrustedProxies, resolveSourceIp } from '../../src/ingest/source-ip.ts';
 import { generateToken, hashToken, presentedToken, tokenMatches } from '../../src/ingest/token.ts';
+import { uuidv7 } from '../../src/ingest/uuid7.ts';
 
 const enc = new TextEncoder();
 
@@ -201,5 +202,16 @@ describe('tokens', () => {
     expect(presentedToken({}, 'c', 'd')).toBe('c');
     expect(presentedToken({ authorization: 'Basic x' }, undefined, 'd')).toBe('d');
     expect(presentedToken({}, undefined, undefined)).toBeUndefined();
+  });
+});
+
+describe('uuidv7', () => {
+  it('is a version 7 UUID whose first 48 bits are the time, so ids sort by time', () => {
+    const at = Date.parse('2025-06-01T12:00:00.000Z');
+    const id = uuidv7(at);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(at);
+    expect(uuidv7(at) < uuidv7(at + 1)).toBe(true);
+    expect(uuidv7(at)).not.toBe(uuidv7(at));
   });
 });
