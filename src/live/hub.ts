@@ -10,10 +10,16 @@ export interface LiveHubOptions {
   readonly activityWindowMs?: number;
   /** A `status` goes out this often even when nothing changes. */
   readonly heartbeatMs?: number;
+  /**
+   * Batches go out at most this often: a quiet stream delivers at once, a busy one in bursts,
+   * so 1,000 clients cost one socket write each per burst instead of one per delivery.
+   */
+  readonly batchWindowMs?: number;
 }
 
 export const DEFAULT_ACTIVITY_WINDOW_MS = 60_000;
 export const DEFAULT_HEARTBEAT_MS = 15_000;
+export const DEFAULT_BATCH_WINDOW_MS = 20;
 
 export interface LiveHubDeps {
   readonly store: EventStore;
@@ -33,8 +39,8 @@ export type ReplayResult =
 /**
  * The one `$all` subscription of this process (design.md "Live"). It starts at the head when the
  * process starts, multicasts every accepted delivery to all SSE clients and MCP doorbells, and
- * tracks the receiving/idle indicator. Deliveries also come out coalesced per event-loop turn
- * (`batches$`), so a burst is serialized once and written once per client.
+ * tracks the receiving/idle indicator. Deliveries also come out coalesced (`batches$`: at most one
+ * batch per window), so a burst is serialized once and written once per client.
  */
 export interface LiveHub {
   readonly activityWindowMs: number;
@@ -59,6 +65,7 @@ const REPLAY_SCAN_FACTOR = 20;
 export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): LiveHub {
   const windowMs = options.activityWindowMs ?? DEFAULT_ACTIVITY_WINDOW_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  const batchWindowMs = options.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
   const { store, clock, logger } = deps;
 
   const deliveries = new Subject<LiveDelivery>();
@@ -69,6 +76,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
   let lastPosition: Position | undefined;
   let pending: LiveDelivery[] = [];
   let flushScheduled = false;
+  let lastFlushAt = Number.NEGATIVE_INFINITY;
   let state: Connection = 'idle';
   let lastActivityMs = Number.NEGATIVE_INFINITY;
   let idleTimer: NodeJS.Timeout | undefined;
@@ -83,6 +91,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
 
   const flush = (): void => {
     flushScheduled = false;
+    lastFlushAt = performance.now();
     const batch = pending;
     pending = [];
     if (batch.length > 0) batches.next(batch);
@@ -141,7 +150,9 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
     pending.push(d);
     if (!flushScheduled) {
       flushScheduled = true;
-      setImmediate(flush);
+      const wait = lastFlushAt + batchWindowMs - performance.now();
+      if (wait <= 0) setImmediate(flush);
+      else setTimeout(flush, wait);
     }
     if (state === 'idle') {
       state = 'receiving';

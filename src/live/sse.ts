@@ -14,17 +14,18 @@ export const deliveryFrame = (d: LiveDelivery): string => sseFrame('event-receiv
 /** A batch serialized once for every client: each frame, and all of them joined. */
 export interface SerializedBatch {
   readonly items: readonly { readonly position: Position; readonly frame: string }[];
-  readonly joined: string;
+  /** Every frame, encoded once: each client's socket gets the same bytes. */
+  readonly joined: Uint8Array;
 }
 
 export function serializeBatch(batch: readonly LiveDelivery[]): SerializedBatch {
   const items = batch.map((d) => ({ position: d.position, frame: deliveryFrame(d) }));
-  return { items, joined: items.map((i) => i.frame).join('') };
+  return { items, joined: Buffer.from(items.map((i) => i.frame).join('')) };
 }
 
 /** What a client's socket must offer: Node's ServerResponse does. */
 export interface SseSink {
-  write(chunk: string): boolean;
+  write(chunk: string | Uint8Array): boolean;
   readonly writableLength: number;
   destroy(): void;
   end(): void;
@@ -32,7 +33,7 @@ export interface SseSink {
 
 export interface SseWriter {
   /** False once the client is gone (closed, or dropped for being too slow). */
-  send(chunk: string): boolean;
+  send(chunk: string | Uint8Array): boolean;
   close(): void;
   readonly closed: boolean;
 }

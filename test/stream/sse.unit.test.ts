@@ -45,7 +45,7 @@ describe('SSE frames', () => {
   it('serializes a batch once, each frame carrying its position as id', () => {
     const batch = serializeBatch([delivery(1), delivery(2)]);
     expect(batch.items.map((i) => i.position)).toEqual(['1:1', '1:2']);
-    expect(batch.joined).toBe(batch.items[0]!.frame + batch.items[1]!.frame);
+    expect(Buffer.from(batch.joined).toString()).toBe(batch.items[0]!.frame + batch.items[1]!.frame);
     expect(batch.items[1]!.frame.startsWith('id: 1:2\nevent: event-received\ndata: {"id":2,')).toBe(true);
   });
 });
