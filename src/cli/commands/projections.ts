@@ -1,0 +1,275 @@
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import type { ProjectionStatus, RebuildProgress } from '../../../projections/types.ts';
+import type { Config } from '../../config.ts';
+import {
+  acquireDataDirLock,
+  DataDirLockedError,
+  type LockHolder,
+  readLockHolder,
+} from '../../db/lockfile.ts';
+import { isHooklineError } from '../../errors.ts';
+import { createLogger } from '../../logger.ts';
+import { createRuntime } from '../../runtime.ts';
+import { CliExit, globalOptions, loadCliConfig } from '../support.ts';
+
+/** Where the commands act: the running server's admin routes, or the database opened here. */
+interface Backend {
+  readonly via: string;
+  status(): Promise<ProjectionStatus[]>;
+  rebuild(
+    name: string,
+    onProgress: (p: RebuildProgress) => void,
+    onDone: (name: string) => void,
+  ): Promise<void>;
+  close(): Promise<void>;
+}
+
+const loopbackName = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * The admin routes answer loopback callers only. A base URL on loopback is used as it is; a
+ * public one (behind a proxy) would send the call through the proxy, so the server is asked on
+ * this machine at its configured port instead.
+ */
+function adminUrlOf(holder: LockHolder, config: Config): string {
+  if (holder.baseUrl) {
+    const u = new URL(holder.baseUrl);
+    if (loopbackName.test(u.hostname)) return u.origin;
+  }
+  return `http://${config.host === '::1' ? '[::1]' : '127.0.0.1'}:${config.port}`;
+}
+
+async function problemExit(res: Response, what: string): Promise<CliExit> {
+  const body = (await res.json().catch(() => ({}))) as { detail?: string; title?: string };
+  return new CliExit(
+    `hookline projections ${what}: ${body.detail ?? body.title ?? `the server answered ${res.status}`}`,
+  );
+}
+
+function httpBackend(base: string): Backend {
+  const call = async (path: string, init: RequestInit, what: string): Promise<Response> => {
+    let res: Response;
+    try {
+      res = await fetch(`${base}${path}`, init);
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+      throw new CliExit(`hookline projections ${what}: the server at ${base} did not answer (${cause})`);
+    }
+    if (!res.ok) throw await problemExit(res, what);
+    return res;
+  };
+  return {
+    via: base,
+    status: async () => {
+      const res = await call('/admin/projections', {}, 'status');
+      return ((await res.json()) as { projections: ProjectionStatus[] }).projections;
+    },
+    rebuild: async (name, onProgress, onDone) => {
+      const res = await call(
+        `/admin/projections/${encodeURIComponent(name)}/rebuild`,
+        { method: 'POST' },
+        'rebuild',
+      );
+      const decoder = new TextDecoder();
+      let buffered = '';
+      const handle = (line: string) => {
+        const msg = JSON.parse(line) as {
+          type: string;
+          name: string;
+          problem?: { detail?: string };
+        } & RebuildProgress;
+        if (msg.type === 'progress') onProgress(msg);
+        else if (msg.type === 'done') onDone(msg.name);
+        else if (msg.type === 'error') {
+          throw new CliExit(`hookline projections rebuild ${msg.name}: ${msg.problem?.detail ?? 'failed'}`);
+        }
+      };
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffered += decoder.decode(chunk, { stream: true });
+        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+          const line = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (line) handle(line);
+        }
+      }
+      if (buffered.trim()) handle(buffered.trim());
+    },
+    close: async () => {},
+  };
+}
+
+async function directBackend(config: Config, release?: () => Promise<void>): Promise<Backend> {
+  const logger = createLogger({ logLevel: 'warn' }, process.stderr as never);
+  let runtime: Awaited<ReturnType<typeof createRuntime>>;
+  try {
+    runtime = await createRuntime(config, { logger, startProjections: false });
+  } catch (err) {
+    await release?.();
+    throw err;
+  }
+  const { projections } = runtime;
+  return {
+    via: config.mode === 'embedded' ? config.dataDir : 'the database',
+    status: () => projections.status(),
+    rebuild: async (name, onProgress, onDone) => {
+      const names = name === 'all' ? (await projections.status()).map((s) => s.name) : [name];
+      for (const n of names) {
+        try {
+          await projections.rebuild(n, onProgress);
+        } catch (err) {
+          if (isHooklineError(err)) throw new CliExit(`hookline projections rebuild ${n}: ${err.message}`);
+          throw err;
+        }
+        onDone(n);
+      }
+    },
+    close: async () => {
+      try {
+        await runtime.close();
+      } finally {
+        await release?.();
+      }
+    },
+  };
+}
+
+/**
+ * In embedded mode a server holding the data directory is the only process that may open it, so
+ * the commands go through its admin routes; otherwise they open the database here (taking the
+ * directory's lock while they do). On PostgreSQL they always open it here: the checkpoint's
+ * compare-and-set keeps a rebuild here and a server's live workers from stepping on each other.
+ */
+async function openBackend(cmd: Command, command: string): Promise<Backend> {
+  const explicit = globalOptions(cmd).server;
+  if (explicit) return httpBackend(explicit.replace(/\/+$/, ''));
+  const config = loadCliConfig();
+  if (config.mode !== 'embedded') return directBackend(config);
+  const holder = await readLockHolder(config.dataDir);
+  if (holder) return throughHolder(holder, config);
+  try {
+    const lock = await acquireDataDirLock(config.dataDir, { command: `projections ${command}` });
+    return await directBackend(config, lock.release);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) return throughHolder(err.holder, config);
+    throw err;
+  }
+}
+
+function throughHolder(holder: LockHolder, config: Config): Backend {
+  if (holder.command && holder.command !== 'serve') {
+    throw new CliExit(
+      `hookline projections: the data directory ${config.dataDir} is in use by hookline ${holder.command} ` +
+        `(pid ${holder.pid}); run this again when it has finished`,
+    );
+  }
+  return httpBackend(adminUrlOf(holder, config));
+}
+
+const seconds = (s: number | null) =>
+  s === null ? '?' : s < 60 ? `${s.toFixed(0)}s` : `${Math.floor(s / 60)}m${Math.round(s % 60)}s`;
+
+function printStatusTable(rows: readonly ProjectionStatus[]): void {
+  const cells = rows.map((s) => [
+    s.name,
+    s.liveVersion !== undefined && s.liveVersion !== null && s.liveVersion !== s.version
+      ? `${s.liveVersion}->${s.version}`
+      : String(s.version),
+    s.state,
+    s.position,
+    String(s.lagEvents),
+    s.lagSeconds.toFixed(1),
+    s.updatedAt ?? '-',
+  ]);
+  const head = ['NAME', 'VERSION', 'STATE', 'POSITION', 'LAG EVENTS', 'LAG SECONDS', 'UPDATED'];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  process.stdout.write(`${[line(head), ...cells.map(line)].join('\n')}\n`);
+}
+
+/** A bar on a terminal (done/total, rate, ETA); a line per projection otherwise; NDJSON with --json. */
+function rebuildReporter(json: boolean) {
+  const tty = process.stderr.isTTY === true && !json;
+  let bar: SingleBar | undefined;
+  let current: RebuildProgress | undefined;
+  const started = new Map<string, number>();
+  return {
+    progress: (p: RebuildProgress) => {
+      if (!started.has(p.name)) started.set(p.name, Date.now());
+      current = p;
+      if (json) {
+        process.stdout.write(`${JSON.stringify({ type: 'progress', ...p })}\n`);
+        return;
+      }
+      if (!tty) return;
+      const payload = { name: p.name, rate: Math.round(p.ratePerSecond), eta: seconds(p.etaSeconds) };
+      if (!bar) {
+        bar = new SingleBar({
+          format: '{name} [{bar}] {value}/{total} events | {rate} events/s | ETA {eta}',
+          hideCursor: true,
+          stream: process.stderr,
+        });
+        bar.start(p.total, p.done, payload);
+      } else {
+        bar.setTotal(p.total);
+        bar.update(p.done, payload);
+      }
+    },
+    done: (name: string) => {
+      bar?.stop();
+      bar = undefined;
+      const elapsedMs = Date.now() - (started.get(name) ?? Date.now());
+      const events = current?.name === name ? current.done : 0;
+      if (json) process.stdout.write(`${JSON.stringify({ type: 'done', name, events, elapsedMs })}\n`);
+      else process.stdout.write(`rebuilt ${name}: ${events} events in ${(elapsedMs / 1000).toFixed(1)} s\n`);
+    },
+    fail: () => {
+      bar?.stop();
+      bar = undefined;
+    },
+  };
+}
+
+/** `hookline projections status|rebuild`: checkpoints and lag of the read models, and rebuilds from the log. */
+export function registerProjections(program: Command): void {
+  const group = program
+    .command('projections')
+    .description('read models: checkpoints and lag, rebuild from the event log');
+
+  group
+    .command('status')
+    .description('show each read model: version, state, checkpoint, lag in events and seconds')
+    .action(async (_options: unknown, cmd: Command) => {
+      const backend = await openBackend(cmd, 'status');
+      try {
+        const rows = await backend.status();
+        if (globalOptions(cmd).json)
+          process.stdout.write(`${JSON.stringify({ projections: rows }, null, 2)}\n`);
+        else printStatusTable(rows);
+      } finally {
+        await backend.close();
+      }
+    });
+
+  group
+    .command('rebuild')
+    .argument('<name>', 'a read model (see `hookline projections status`), or `all`')
+    .description('replay the log into fresh tables while the old ones keep serving, then swap them in')
+    .action(async (name: string, _options: unknown, cmd: Command) => {
+      const json = globalOptions(cmd).json;
+      const backend = await openBackend(cmd, 'rebuild');
+      const reporter = rebuildReporter(json);
+      try {
+        await backend.rebuild(name, reporter.progress, reporter.done);
+      } catch (err) {
+        reporter.fail();
+        throw err;
+      } finally {
+        await backend.close();
+      }
+    });
+}
