@@ -1,6 +1,7 @@
-import type { ColumnType, Kysely, Selectable } from 'kysely';
+import type { ColumnType, Kysely, Selectable, Updateable } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { isTodoEventType, type TodoEvent } from '../src/domain/todo/events.ts';
+import type { DrainEvent } from '../src/domain/todo/lease-events.ts';
 import { parseData } from '../src/eventstore/codec.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './types.ts';
@@ -70,6 +71,13 @@ export const todosProjection: Projection = {
       .on('todos')
       .columns(['endpoint_id', 'queue', 'state', 'created_at'])
       .execute();
+    // The lease-expiry job's look-up (src/mcp/lease-expiry.ts).
+    await db.schema
+      .createIndex('todos_lease_idx')
+      .ifNotExists()
+      .on('todos')
+      .columns(['state', 'lease_expires_at'])
+      .execute();
   },
   handles: (e) => e.streamId.startsWith('todo-') && isTodoEventType(e.type),
   async apply(db, events) {
@@ -108,8 +116,68 @@ async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<v
         .execute();
       return;
     }
+    default:
+      await applyDrainEvent(db, event);
+  }
+}
+
+/** The drain moves (src/domain/todo/lease-events.ts): state, lease holder and expiry, end. */
+async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise<void> {
+  const update = (id: string, at: string, set: Updateable<TodosTable>) =>
+    db
+      .updateTable('todos')
+      .set({ ...set, updated_at: new Date(at) })
+      .where('id', '=', id)
+      .execute();
+  switch (event.type) {
+    case 'TodoClaimed': {
+      const d = event.data;
+      await update(d.todo_id, d.claimed_at, {
+        state: 'claimed',
+        claimed_by: d.lease_id,
+        lease_expires_at: new Date(d.lease_expires_at),
+      });
+      return;
+    }
+    case 'TodoLeaseExtended':
+      await update(event.data.todo_id, event.data.extended_at, {
+        lease_expires_at: new Date(event.data.lease_expires_at),
+      });
+      return;
+    case 'TodoReleased':
+      await update(event.data.todo_id, event.data.released_at, {
+        state: 'pending',
+        claimed_by: null,
+        lease_expires_at: null,
+      });
+      return;
+    case 'TodoLeaseExpired':
+      await update(event.data.todo_id, event.data.expired_at, {
+        state: 'pending',
+        claimed_by: null,
+        lease_expires_at: null,
+      });
+      return;
+    case 'TodoCompleted':
+      await update(event.data.todo_id, event.data.completed_at, {
+        state: 'completed',
+        claimed_by: null,
+        lease_expires_at: null,
+        ended_at: new Date(event.data.completed_at),
+      });
+      return;
+    case 'TodoFailed': {
+      const d = event.data;
+      await update(d.todo_id, d.failed_at, {
+        state: d.final ? 'failed' : 'pending',
+        claimed_by: null,
+        lease_expires_at: null,
+        ended_at: d.final ? new Date(d.failed_at) : null,
+      });
+      return;
+    }
     default: {
-      const never: never = event.type;
+      const never: never = event;
       return never;
     }
   }

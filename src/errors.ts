@@ -19,6 +19,8 @@ export const errorCatalog = {
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
   endpoint_revoked: { status: 409, title: 'Endpoint revoked' },
+  lease_expired: { status: 409, title: 'Lease expired' },
+  invalid_state: { status: 409, title: 'Invalid state for this move' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   invalid_setting: { status: 422, title: 'Invalid setting' },

@@ -1,9 +1,13 @@
+import { DRAIN_EVENT_TYPES, type DrainEvent } from './lease-events.ts';
+
 /**
  * The todo aggregate, stream `todo-<id>` (`td_…`). States: pending, claimed, completed, failed.
  * This module records creation (operator hand-offs, spec 4.13); the drain verbs add their events
  * (claimed, completed, failed, released, heartbeat) to this union and to `evolveTodo`.
  */
-export type TodoEvent = {
+export type TodoEvent = TodoCreatedEvent | DrainEvent;
+
+export type TodoCreatedEvent = {
   readonly type: 'TodoCreated';
   readonly data: {
     readonly todo_id: string;
@@ -27,7 +31,7 @@ export type TodoEvent = {
   };
 };
 
-export const TODO_EVENT_TYPES: readonly TodoEvent['type'][] = ['TodoCreated'];
+export const TODO_EVENT_TYPES: readonly TodoEvent['type'][] = ['TodoCreated', ...DRAIN_EVENT_TYPES];
 
 export const isTodoEventType = (t: string): t is TodoEvent['type'] =>
   (TODO_EVENT_TYPES as readonly string[]).includes(t);

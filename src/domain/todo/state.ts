@@ -1,5 +1,6 @@
 import { sha256Hex } from '../endpoint/ids.ts';
 import type { TodoEvent, TodoKeyEvent } from './events.ts';
+import { evolveDrain, type Lease } from './lease-state.ts';
 
 export const todoStream = (todoId: string): string => `todo-${todoId}`;
 
@@ -27,6 +28,11 @@ export type TodoState =
       readonly key: string | null;
       readonly eventId: number;
       readonly createdAt: Date;
+      /** The drain moves (lease-state.ts): the current claim, failed attempts, the end. */
+      readonly lease: Lease | null;
+      readonly attempts: number;
+      readonly lastFailure: string | null;
+      readonly endedAt: Date | null;
     };
 
 export const initialTodoState: TodoState = { status: 'none' };
@@ -48,12 +54,14 @@ export function evolveTodo(_state: TodoState, event: TodoEvent): TodoState {
         key: d.key,
         eventId: d.event_id,
         createdAt: new Date(d.created_at),
+        lease: null,
+        attempts: 0,
+        lastFailure: null,
+        endedAt: null,
       };
     }
-    default: {
-      const never: never = event.type;
-      return never;
-    }
+    default:
+      return evolveDrain(_state, event);
   }
 }
 
