@@ -185,13 +185,14 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
       await locks?.close();
     },
 
-    status: async () => {
+    status: async (options = {}) => {
+      const cap = options.lagCap ?? lagCap;
       const checkpoints = new Map((await readCheckpoints(sql.db)).map((c) => [c.name, c]));
       const backlogs = new Map<Position, Promise<LogBacklog>>();
       const backlogAt = (position: Position) => {
         let b = backlogs.get(position);
         if (!b) {
-          b = counter.backlog(position, lagCap);
+          b = counter.backlog(position, cap);
           backlogs.set(position, b);
         }
         return b;

@@ -54,7 +54,8 @@ export interface RebuildProgress {
 export interface ProjectionRunner {
   start(): Promise<void>;
   stop(): Promise<void>;
-  status(): Promise<ProjectionStatus[]>;
+  /** `lagCap`: count the backlog up to this many events (status shows the cap when it is longer). */
+  status(options?: { lagCap?: number }): Promise<ProjectionStatus[]>;
   /**
    * Read-your-writes: resolves once every projection (or the one named) has applied the given
    * position; rejects with a timeout error after `timeoutMs` (bounded wait, design.md "Read side").

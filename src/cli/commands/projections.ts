@@ -206,10 +206,10 @@ function rebuildReporter(json: boolean) {
         return;
       }
       if (!tty) return;
-      const payload = { name: p.name, rate: Math.round(p.ratePerSecond), eta: seconds(p.etaSeconds) };
+      const payload = { name: p.name, rate: Math.round(p.ratePerSecond), etaText: seconds(p.etaSeconds) };
       if (!bar) {
         bar = new SingleBar({
-          format: '{name} [{bar}] {value}/{total} events | {rate} events/s | ETA {eta}',
+          format: '{name} [{bar}] {value}/{total} events | {rate} events/s | ETA {etaText}',
           hideCursor: true,
           stream: process.stderr,
         });
