@@ -1,6 +1,15 @@
 import { Command, CommanderError, Option } from 'commander';
+import { registerAgents } from './commands/agents.ts';
+import { registerEndpoints } from './commands/endpoints.ts';
+import { registerEvents } from './commands/events.ts';
+import { registerLogin } from './commands/login.ts';
+import { registerLogout } from './commands/logout.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerProviders } from './commands/providers.ts';
 import { registerServe } from './commands/serve.ts';
+import { registerTodos } from './commands/todos.ts';
+import { registerVersion } from './commands/version.ts';
+import { registerWhoami } from './commands/whoami.ts';
 import { packageVersion } from './package.ts';
 import { CliExit } from './support.ts';
 
@@ -24,6 +33,15 @@ export function buildProgram(): Command {
   // Command groups (one line each):
   registerServe(program);
   registerMigrate(program);
+  registerLogin(program);
+  registerLogout(program);
+  registerWhoami(program);
+  registerVersion(program);
+  registerAgents(program);
+  registerEndpoints(program);
+  registerTodos(program);
+  registerProviders(program);
+  registerEvents(program);
 
   return program;
 }

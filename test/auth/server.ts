@@ -1,6 +1,7 @@
 import net from 'node:net';
 import * as oauth from 'oauth4webapi';
 import { buildApp } from '../../src/app.ts';
+import { packageVersion } from '../../src/cli/package.ts';
 import type { Clock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
@@ -35,13 +36,16 @@ export async function startServer(
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
-  const config = loadConfig({
-    HOOKLINE_HOST: '127.0.0.1',
-    HOOKLINE_PORT: String(port),
-    HOOKLINE_LOG_LEVEL: 'silent',
-    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
-    ...options.env,
-  });
+  const config = loadConfig(
+    {
+      HOOKLINE_HOST: '127.0.0.1',
+      HOOKLINE_PORT: String(port),
+      HOOKLINE_LOG_LEVEL: 'silent',
+      ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+      ...options.env,
+    },
+    packageVersion(),
+  );
   const runtime = await createRuntime(config, {
     inMemory: true,
     ...(options.clock ? { clock: options.clock } : {}),

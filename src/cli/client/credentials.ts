@@ -1,0 +1,118 @@
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** What the CLI keeps per server after `hookline login`: the rotating token pair and where to refresh it. */
+export interface StoredCredentials {
+  readonly issuer: string;
+  readonly token_endpoint: string;
+  readonly revocation_endpoint: string | null;
+  readonly client_id: string;
+  readonly access_token: string;
+  readonly refresh_token: string | null;
+  /** Epoch milliseconds. */
+  readonly expires_at: number;
+  readonly operator: string | null;
+  readonly saved_at: string;
+}
+
+interface CredentialsFile {
+  readonly version: 1;
+  readonly servers: Record<string, StoredCredentials>;
+}
+
+/** `${XDG_CONFIG_HOME:-~/.config}/hookline`. */
+export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base =
+    env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME)
+      ? env.XDG_CONFIG_HOME
+      : path.join(homedir(), '.config');
+  return path.join(base, 'hookline');
+}
+
+export const credentialsPath = (env: NodeJS.ProcessEnv = process.env): string =>
+  path.join(configDir(env), 'credentials.json');
+
+async function readAll(file: string): Promise<CredentialsFile> {
+  try {
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as CredentialsFile;
+    if (parsed && parsed.version === 1 && typeof parsed.servers === 'object') return parsed;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new Error(`cannot read ${file}: ${(err as Error).message}; delete it and run \`hookline login\``);
+    }
+  }
+  return { version: 1, servers: {} };
+}
+
+/** Written to a temporary file (mode 0600 from its creation) and renamed over: never half a file. */
+async function writeAll(file: string, content: CredentialsFile): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  const handle = await open(tmp, 'w', 0o600);
+  try {
+    await handle.writeFile(`${JSON.stringify(content, null, 2)}\n`);
+    await handle.chmod(0o600);
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
+}
+
+/**
+ * The credentials store. A refresh rotates the pair and the old refresh token must never be used
+ * again (the server revokes the whole sign-in on reuse), so two CLI processes refreshing at once
+ * would sign each other out: `withLock` serializes them across processes.
+ */
+export function createCredentialStore(env: NodeJS.ProcessEnv = process.env) {
+  const file = credentialsPath(env);
+  const lockFile = `${file}.lock`;
+
+  return {
+    file,
+    async get(server: string): Promise<StoredCredentials | undefined> {
+      return (await readAll(file)).servers[server];
+    },
+    async put(server: string, credentials: StoredCredentials): Promise<void> {
+      const all = await readAll(file);
+      await writeAll(file, { version: 1, servers: { ...all.servers, [server]: credentials } });
+    },
+    async remove(server: string): Promise<boolean> {
+      const all = await readAll(file);
+      if (!(server in all.servers)) return false;
+      const { [server]: _gone, ...rest } = all.servers;
+      if (Object.keys(rest).length === 0) await rm(file, { force: true });
+      else await writeAll(file, { version: 1, servers: rest });
+      return true;
+    },
+    async withLock<T>(fn: () => Promise<T>): Promise<T> {
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const handle = await open(lockFile, 'wx', 0o600);
+          await handle.writeFile(String(process.pid));
+          await handle.close();
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+          // A lock older than 30 s belongs to a process that died mid-refresh.
+          const age = await stat(lockFile).then(
+            (s) => Date.now() - s.mtimeMs,
+            () => 0,
+          );
+          if (age > 30_000) await rm(lockFile, { force: true });
+          else if (attempt > 300) throw new Error(`${lockFile} is held by another hookline process`);
+          else await sleep(50);
+        }
+      }
+      try {
+        return await fn();
+      } finally {
+        await rm(lockFile, { force: true });
+      }
+    },
+  };
+}
+
+export type CredentialStore = ReturnType<typeof createCredentialStore>;

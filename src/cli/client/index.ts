@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { CliExit } from '../support.ts';
+import { createCredentialStore } from './credentials.ts';
+import { createApiClient } from './http.ts';
+import { clientServerUrl } from './server-url.ts';
+
+/** The API client for a command: its server (flag, environment or default) and the stored sign-in. */
+export function clientFor(cmd: Command) {
+  let server: string;
+  try {
+    server = clientServerUrl(cmd);
+  } catch (err) {
+    throw new CliExit(`hookline: ${(err as Error).message}`);
+  }
+  return createApiClient({ server, store: createCredentialStore() });
+}
+
+export const wantsJson = (cmd: Command): boolean => Boolean(cmd.optsWithGlobals<{ json?: boolean }>().json);
+
+/** `--url` on every client command (the global `--server` and HOOKLINE_URL work too). */
+export function withUrl(cmd: Command): Command {
+  return cmd.option(
+    '--url <url>',
+    'hookline server address (default: HOOKLINE_URL or http://127.0.0.1:8080)',
+  );
+}

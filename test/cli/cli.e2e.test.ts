@@ -1,0 +1,257 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageVersion } from '../../src/cli/package.ts';
+import { TestBrowser } from '../auth/browser.ts';
+import { startServer, type TestServer } from '../auth/server.ts';
+import { finished, hookline, start, waitForOutput } from './cli.ts';
+
+let server: TestServer;
+let home: string;
+let env: Record<string, string>;
+const credentialsFile = () => path.join(home, 'config', 'hookline', 'credentials.json');
+const readCredentials = async () =>
+  JSON.parse(await readFile(credentialsFile(), 'utf8')) as {
+    servers: Record<
+      string,
+      { access_token: string; refresh_token: string; expires_at: number; operator: string }
+    >;
+  };
+
+beforeAll(async () => {
+  server = await startServer();
+  home = await mkdtemp(path.join(tmpdir(), 'hookline-cli-'));
+  env = { HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), HOOKLINE_URL: server.url };
+});
+afterAll(async () => {
+  await server?.close();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+/** `hookline login --no-open`, with the test as the person at the browser clicking Allow. */
+async function login(): Promise<void> {
+  const child = start(['login', '--no-open'], env);
+  const done = finished(child);
+  const [url] = await waitForOutput(child, 'stderr', /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/);
+  const callback = await new TestBrowser().approve(url);
+  const landing = await fetch(callback);
+  expect(landing.status).toBe(200);
+  const run = await done;
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain(`Signed in to ${server.url} as admin.`);
+}
+
+describe('the hookline command-line client', () => {
+  it('tells the user to sign in before anything else', async () => {
+    const run = await hookline(['agents', 'list'], env);
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('not signed in');
+    expect(run.stderr).toContain('hookline login');
+  });
+
+  it('signs in through the browser and keeps the token pair in a 0600 file', async () => {
+    await login();
+    const file = await stat(credentialsFile());
+    expect(file.mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(credentialsFile()))).mode & 0o777).toBe(0o700);
+    const stored = (await readCredentials()).servers[server.url];
+    expect(stored).toMatchObject({ operator: 'admin', refresh_token: expect.any(String) });
+
+    const who = await hookline(['whoami'], env);
+    expect(who.code).toBe(0);
+    expect(who.stdout.trim()).toBe(`admin at ${server.url}`);
+    const whoJson = await hookline(['whoami', '--json'], env);
+    expect(JSON.parse(whoJson.stdout)).toMatchObject({ operator: 'admin', server: server.url });
+  });
+
+  it('prints its own version and the server’s', async () => {
+    const run = await hookline(['version'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`client ${packageVersion()}`);
+    expect(run.stdout).toContain(`server ${packageVersion()} at ${server.url}`);
+    const json = JSON.parse((await hookline(['version', '--json'], env)).stdout);
+    expect(json).toEqual({ client: packageVersion(), server: packageVersion(), url: server.url });
+  });
+
+  it('vends, lists, pushes (idempotently) and revokes', async () => {
+    const vend = await hookline(['endpoints', 'vend', 'CLI Bot', '--json'], env);
+    expect(vend.code, vend.stderr).toBe(0);
+    const v = JSON.parse(vend.stdout) as { id: string; slug: string; token: string; agent_name: string };
+    expect(v.token).toMatch(/^hlk_/);
+    expect(v.slug).toMatch(/^cli-bot-[a-z2-7]{6}$/);
+
+    const human = await hookline(['endpoints', 'vend', 'CLI Bot'], env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/Token {8}hlk_/);
+    expect(human.stdout).toContain('"mcpServers"');
+
+    const list = await hookline(['endpoints', 'list', '--json'], env);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout).map((e: { slug: string }) => e.slug)).toContain(v.slug);
+    expect(list.stdout).not.toContain(v.token);
+    const table = await hookline(['endpoints', 'list'], env);
+    expect(table.stdout).toMatch(/^SLUG\s+AGENT\s+STATE/);
+
+    const agents = await hookline(['agents', 'list', '--json'], env);
+    expect(JSON.parse(agents.stdout).filter((a: { name: string }) => a.name === 'CLI Bot')).toHaveLength(1);
+
+    const push = [
+      'todos',
+      'push',
+      v.slug,
+      'Check the deploy',
+      '--key',
+      'deploy-7',
+      '--payload',
+      '{"build":7}',
+    ];
+    const first = await hookline([...push, '--json'], env);
+    expect(first.code, first.stderr).toBe(0);
+    const todo = JSON.parse(first.stdout) as { id: string; created: boolean; state: string };
+    expect(todo).toMatchObject({ created: true, state: 'pending' });
+    const again = await hookline(push, env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`A live todo already has that key: ${todo.id}`);
+
+    const fromFile = path.join(home, 'payload.json');
+    await writeFile(fromFile, '{"from":"file"}');
+    expect(
+      (await hookline(['todos', 'push', v.id, 'From a file', '--payload-file', fromFile], env)).code,
+    ).toBe(0);
+    expect(
+      (await hookline(['todos', 'push', v.id, 'From stdin', '--payload-file', '-'], env, '[1,2]')).code,
+    ).toBe(0);
+    const badJson = await hookline(['todos', 'push', v.slug, 'x', '--payload', '{nope'], env);
+    expect(badJson.code).toBe(1);
+    expect(badJson.stderr).toContain('not JSON');
+
+    const revoke = await hookline(['endpoints', 'revoke', v.slug], env);
+    expect(revoke.code).toBe(0);
+    expect(revoke.stdout).toContain(`Revoked ${v.slug}`);
+    const late = await hookline(['todos', 'push', v.slug, 'Too late'], env);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/revoked.*HTTP 409.*vend a new one/);
+  });
+
+  it('explains failures and what to do next', async () => {
+    const unknown = await hookline(['todos', 'push', 'no-such-endpoint-aaaaaa', 'hi'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/HTTP 404.*hookline endpoints list/);
+    const tooLong = await hookline(['todos', 'push', 'x-aaaaaa', 'x'.repeat(201)], env);
+    expect(tooLong.stderr).toMatch(/200 characters.*HTTP 400/);
+    const nowhere = await hookline(['providers', 'list', '--url', 'http://127.0.0.1:9'], env);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toMatch(/cannot reach the server at http:\/\/127\.0\.0\.1:9.*hookline serve/);
+    const badExpiry = await hookline(['endpoints', 'vend', 'x', '--expires', 'soon'], env);
+    expect(badExpiry.code).not.toBe(0);
+    expect(badExpiry.stderr).toMatch(/duration/);
+  });
+
+  it('refreshes an expired or refused access token on its own, rotating the stored pair', async () => {
+    const before = (await readCredentials()).servers[server.url]!;
+    // Expired by the clock: refreshed before the call.
+    const all = await readCredentials();
+    all.servers[server.url] = { ...before, expires_at: Date.now() - 1000 };
+    await writeFile(credentialsFile(), JSON.stringify(all));
+    expect((await hookline(['whoami'], env)).code).toBe(0);
+    const afterExpiry = (await readCredentials()).servers[server.url]!;
+    expect(afterExpiry.refresh_token).not.toBe(before.refresh_token);
+    expect(afterExpiry.access_token).not.toBe(before.access_token);
+
+    // Refused by the server (401): refreshed and retried once.
+    const all2 = await readCredentials();
+    all2.servers[server.url] = { ...afterExpiry, access_token: 'revoked-or-unknown' };
+    await writeFile(credentialsFile(), JSON.stringify(all2));
+    const run = await hookline(['agents', 'list', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect((await readCredentials()).servers[server.url]!.refresh_token).not.toBe(afterExpiry.refresh_token);
+  });
+
+  it('parallel commands refresh once between them and stay signed in', async () => {
+    const all = await readCredentials();
+    all.servers[server.url] = { ...all.servers[server.url]!, expires_at: Date.now() - 1000 };
+    await writeFile(credentialsFile(), JSON.stringify(all));
+    const runs = await Promise.all(Array.from({ length: 4 }, () => hookline(['whoami'], env)));
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    expect((await hookline(['whoami'], env)).code).toBe(0);
+  });
+
+  it('follows the live log with events tail', async () => {
+    const vend = JSON.parse((await hookline(['endpoints', 'vend', 'Tail Bot', '--json'], env)).stdout) as {
+      slug: string;
+    };
+    const tail = start(['events', 'tail', '--provider', 'operator', '--count', '1', '--json'], env);
+    const done = finished(tail);
+    // The stream is open once it reports so on stderr (human mode) or after a moment (JSON mode):
+    // push until the tail sees one; each push is an operator delivery.
+    let pushed = 0;
+    const pusher = (async () => {
+      while (tail.exitCode === null && pushed < 20) {
+        await hookline(['todos', 'push', vend.slug, `tail ${pushed++}`], env);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const run = await done;
+    await pusher;
+    expect(run.code, run.stderr).toBe(0);
+    const line = JSON.parse(run.stdout.trim().split('\n')[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ provider: 'operator', trust_mode: 'operator', verified: true });
+  });
+
+  it('adds a generic provider and toggles it', async () => {
+    const add = await hookline(['providers', 'add-generic', 'cli-registry', '--json'], env);
+    expect(add.code, add.stderr).toBe(0);
+    const p = JSON.parse(add.stdout) as { name: string; token: string; enabled: boolean };
+    expect(p.name).toBe('generic:cli-registry');
+    expect(p.token).toBeTypeOf('string');
+    const enable = await hookline(['providers', 'enable', 'generic:cli-registry'], env);
+    expect(enable.code, enable.stderr).toBe(0);
+    expect(enable.stdout).toContain('generic:cli-registry is enabled');
+    const disable = await hookline(['providers', 'disable', 'generic:cli-registry', '--json'], env);
+    expect(JSON.parse(disable.stdout)).toMatchObject({ enabled: false });
+    const missing = await hookline(['providers', 'enable', 'generic:nope'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/HTTP 404/);
+  });
+
+  it('has --help on every command', async () => {
+    const commands = [
+      ['login'],
+      ['logout'],
+      ['whoami'],
+      ['version'],
+      ['agents', 'list'],
+      ['endpoints', 'vend'],
+      ['endpoints', 'list'],
+      ['endpoints', 'revoke'],
+      ['todos', 'push'],
+      ['providers', 'list'],
+      ['providers', 'add-generic'],
+      ['providers', 'enable'],
+      ['providers', 'disable'],
+      ['events', 'tail'],
+    ];
+    const runs = await Promise.all(commands.map((command) => hookline([...command, '--help'], env)));
+    runs.forEach((run, i) => {
+      const command = commands[i]!.join(' ');
+      expect(run.code, `${command}: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain(`Usage: hookline ${command}`);
+    });
+  });
+
+  it('logs out: the sign-in is revoked at the server and forgotten here', async () => {
+    const before = (await readCredentials()).servers[server.url]!;
+    const run = await hookline(['logout'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Signed out of ${server.url}.`);
+    await expect(stat(credentialsFile())).rejects.toThrow();
+    const res = await fetch(`${server.url}/api/v1/me`, {
+      headers: { authorization: `Bearer ${before.access_token}` },
+    });
+    expect(res.status).toBe(401);
+    const who = await hookline(['whoami'], env);
+    expect(who.code).toBe(3);
+    expect(who.stderr).toContain('hookline login');
+  });
+});
