@@ -1,6 +1,6 @@
 import { type Observable, Subject, type Subscription } from 'rxjs';
 import type { Clock } from '../clock.ts';
-import type { EventStore, Position } from '../eventstore/port.ts';
+import type { EventStore, Position, RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 import type { Connection, StatusSnapshot } from './status.ts';
 import { isDelivery, type LiveDelivery, toEventSummary } from './summary.ts';
@@ -47,6 +47,8 @@ export interface LiveHub {
   readonly deliveries$: Observable<LiveDelivery>;
   readonly batches$: Observable<readonly LiveDelivery[]>;
   readonly status$: Observable<StatusSnapshot>;
+  /** Every `DoorbellRung` (streams `doorbell-<endpoint id>`): the MCP doorbells listen here. */
+  readonly doorbells$: Observable<RecordedEvent>;
   connection(): Connection;
   /** A snapshot as of now: the cached one unless a delivery arrived since it was read. */
   status(): Promise<StatusSnapshot>;
@@ -57,6 +59,9 @@ export interface LiveHub {
   start(): Promise<void>;
   stop(): Promise<void>;
 }
+
+const isDoorbell = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
+  e.type === 'DoorbellRung' && e.streamId.startsWith('doorbell-');
 
 const REPLAY_PAGE = 500;
 /** Other streams' events interleave in `$all`; a replay reads at most this many per delivery allowed. */
@@ -71,6 +76,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
   const deliveries = new Subject<LiveDelivery>();
   const batches = new Subject<readonly LiveDelivery[]>();
   const statuses = new Subject<StatusSnapshot>();
+  const doorbells = new Subject<RecordedEvent>();
 
   let subscription: Subscription | undefined;
   let lastPosition: Position | undefined;
@@ -164,9 +170,10 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
   };
 
   const follow = (after: Position): void => {
-    subscription = store.subscribeAll({ after, filter: isDelivery }).subscribe({
+    subscription = store.subscribeAll({ after, filter: (e) => isDelivery(e) || isDoorbell(e) }).subscribe({
       next: (e) => {
         lastPosition = e.position;
+        if (isDoorbell(e)) return doorbells.next(e);
         const summary = toEventSummary(e);
         if (summary) onDelivery({ position: e.position, summary });
       },
@@ -187,6 +194,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
     deliveries$: deliveries.asObservable(),
     batches$: batches.asObservable(),
     status$: statuses.asObservable(),
+    doorbells$: doorbells.asObservable(),
     connection: () => state,
     // Concurrent callers share one read; a snapshot older than the newest delivery is read again.
     status: () => (cached && !stale ? Promise.resolve(cached) : compute()),
@@ -257,6 +265,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
       deliveries.complete();
       batches.complete();
       statuses.complete();
+      doorbells.complete();
       await computing?.catch(() => {});
     },
   };
