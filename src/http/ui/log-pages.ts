@@ -54,7 +54,7 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
         ...layoutContext(deps, 'log'),
         ...view,
         providerNames: providers.map((p) => p.name),
-        limits: ['25', '50', '100', '200'],
+        limits: [...new Set(['25', '50', '100', '200', limit])].sort((a, b) => Number(a) - Number(b)),
       }),
     );
   });
