@@ -24,7 +24,7 @@ export const defaultPage: PageLimits = { maxRows: 1000, maxBytes: 8 * 1024 * 102
 
 async function page(db: AnyDb, where: RawBuilder<unknown>, order: RawBuilder<unknown>, limits: PageLimits) {
   const { rows } = await sql<EventRow>`
-    select tx, gp, stream_id, revision, event_id, event_type, content_type, data, metadata, created_at
+    select tx, gp, stream_id, revision, event_id, event_type, content_type, data_hex, metadata_hex, created_at
     from (
       select ${eventColumns},
         row_number() over w as n,

@@ -25,7 +25,7 @@ import {
   readStreamPage,
   readStreamState,
 } from './reads.ts';
-import { toRecordedEvent } from './rows.ts';
+import { type EventRow, rowSize, toRecordedEvent } from './rows.ts';
 import { subscribeAllSql } from './subscription.ts';
 import { createWakeup } from './wakeup.ts';
 import { createAppendWriter, type PreparedEvent } from './writer.ts';
@@ -90,6 +90,30 @@ function checkExpected(expected: ExpectedRevision): ExpectedRevision {
   throw new TypeError(`invalid expected revision: ${String(expected)}`);
 }
 
+/**
+ * PGlite runs no autovacuum, so nothing gathers statistics; without them the planner sorts the
+ * whole table instead of walking the $all index (measured: 3x slower pages). ANALYZE after 1,000
+ * appended events, then 10,000, then every 100,000.
+ */
+function createStatisticsKeeper(db: AnyDb, onError: (err: unknown) => void) {
+  let since = 0;
+  let threshold = 1000;
+  let running: Promise<void> = Promise.resolve();
+  return {
+    count(events: number) {
+      since += events;
+      if (since < threshold) return;
+      since = 0;
+      threshold = Math.min(threshold * 10, 100_000);
+      running = sql`analyze es_events`
+        .execute(db)
+        .then(() => {})
+        .catch(onError);
+    },
+    idle: () => running,
+  };
+}
+
 export async function createSqlEventStore(
   sqlDb: SqlDatabase,
   options: SqlEventStoreOptions = {},
@@ -120,12 +144,16 @@ export async function createSqlEventStore(
       ? startNotifyListener(sqlDb.pool, channel, instance, wakeup.fire, (err) => onError(err, 'listen'))
       : undefined;
 
+  const statistics = createStatisticsKeeper(db, (err) => onError(err, 'analyze'));
   const writer = createAppendWriter({
     db,
     maxInFlight: isPostgres ? Math.max(1, options.writers ?? 2) : 1,
     notifyChannel: isPostgres ? channel : undefined,
     notifyPayload: instance,
-    onCommitted: wakeup.fire,
+    onCommitted: (events) => {
+      wakeup.fire();
+      if (!isPostgres) statistics.count(events);
+    },
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
   });
 
@@ -169,9 +197,9 @@ export async function createSqlEventStore(
   }
 
   /** A page shorter than asked was cut by its byte bound only if it reached that bound. */
-  function pageWasCut(rows: readonly { data: Uint8Array; metadata: Uint8Array | null }[]): boolean {
+  function pageWasCut(rows: readonly EventRow[]): boolean {
     let bytes = 0;
-    for (const r of rows) bytes += r.data.byteLength + (r.metadata?.byteLength ?? 0);
+    for (const r of rows) bytes += rowSize(r);
     return bytes >= defaultPage.maxBytes;
   }
 
@@ -247,6 +275,7 @@ export async function createSqlEventStore(
         closed.abort();
         await listener?.stop();
         await Promise.allSettled([...loops]);
+        await statistics.idle();
         wakeup.complete();
       })();
       return closing;

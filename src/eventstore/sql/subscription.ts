@@ -2,7 +2,7 @@ import { Observable } from 'rxjs';
 import { type RecordedEvent, START, type SubscribeAllOptions } from '../port.ts';
 import { parsePosition, type SqlPosition } from './positions.ts';
 import { type AnyDb, defaultPage, type PageLimits, readAllPage } from './reads.ts';
-import { toRecordedEvent } from './rows.ts';
+import { rowSize, toRecordedEvent } from './rows.ts';
 import { sleep, type Wakeup } from './wakeup.ts';
 
 export interface SubscriptionDeps {
@@ -61,7 +61,7 @@ export function subscribeAllSql(
           if (signal.aborted) break;
           const event = toRecordedEvent(row);
           after = { transactionId: BigInt(row.tx), globalPosition: BigInt(row.gp) };
-          bytes += event.data.byteLength + (event.metadata?.byteLength ?? 0);
+          bytes += rowSize(row);
           if (!options.filter || options.filter(event)) subscriber.next(event);
         }
         // A page cut short by its row or byte bound means more is waiting; otherwise we are live.

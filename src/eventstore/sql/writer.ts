@@ -9,6 +9,7 @@ import {
 import { isConnectionError, isTransientConflict } from './errors.ts';
 import { formatPosition } from './positions.ts';
 import type { AnyDb } from './reads.ts';
+import { toHex } from './rows.ts';
 
 /**
  * Group commit. Concurrent append() calls queue up and are written together in one transaction:
@@ -45,8 +46,8 @@ export interface WriterOptions {
   readonly notifyChannel: string | undefined;
   /** Identifies this store's own notifications, which its listener ignores. */
   readonly notifyPayload: string;
-  /** Called after each commit, to wake this process's readers. */
-  readonly onCommitted: () => void;
+  /** Called after each commit with the number of events written, to wake this process's readers. */
+  readonly onCommitted: (events: number) => void;
   /** Resolves an empty append's position (it writes nothing). */
   readonly lastPositionOf: (streamId: string) => Promise<string>;
   readonly maxBatchBytes?: number;
@@ -135,7 +136,9 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       const progress = { committing: false };
       try {
         const outcomes = await writeBatch(options, batch, progress);
-        options.onCommitted();
+        options.onCommitted(
+          batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.events.length), 0),
+        );
         await settle(batch, outcomes);
         return;
       } catch (err) {
@@ -221,8 +224,8 @@ async function writeBatch(
       id: [] as string[],
       type: [] as string[],
       contentType: [] as string[],
-      data: [] as Uint8Array[],
-      metadata: [] as Array<Uint8Array | null>,
+      data: [] as string[],
+      metadata: [] as Array<string | null>,
     };
     for (const p of batch) {
       const revision = current.get(p.streamId) ?? -1n;
@@ -238,8 +241,8 @@ async function writeBatch(
         rows.id.push(e.id);
         rows.type.push(e.type);
         rows.contentType.push(e.contentType);
-        rows.data.push(e.data);
-        rows.metadata.push(e.metadata);
+        rows.data.push(toHex(e.data));
+        rows.metadata.push(e.metadata ? toHex(e.metadata) : null);
       }
       current.set(p.streamId, next);
       outcomes.push({ last: next, position: null });
@@ -253,8 +256,10 @@ async function writeBatch(
       const inserted = await sql<{ stream_id: string; revision: string; tx: string; gp: string }>`
         with ins as (
           insert into es_events (stream_id, revision, event_id, event_type, content_type, data, metadata)
-          select * from unnest(${rows.stream}::text[], ${rows.revision}::bigint[], ${rows.id}::uuid[],
-            ${rows.type}::text[], ${rows.contentType}::text[], ${rows.data}::bytea[], ${rows.metadata}::bytea[])
+          select s, r, i, t, c, decode(d, 'hex'), decode(m, 'hex')
+          from unnest(${rows.stream}::text[], ${rows.revision}::bigint[], ${rows.id}::uuid[],
+            ${rows.type}::text[], ${rows.contentType}::text[], ${rows.data}::text[], ${rows.metadata}::text[])
+            as u(s, r, i, t, c, d, m)
           returning stream_id, revision, transaction_id, global_position
         ), upd as (
           update es_streams s set revision = u.revision

@@ -1,0 +1,175 @@
+/**
+ * Event store benchmark (issue 2, point 12): append throughput with 32 concurrent writers of 1 KB
+ * events (group commit), and catch-up read rate, on PGlite and PostgreSQL. Prints a table of
+ * medians over a few rounds. Run: `npm run bench:store` (Node 24). See bench/README.md.
+ *
+ *   --rounds N      rounds per case (default 3)
+ *   --seconds S     append phase per round (default 3)
+ *   --only NAME     pglite | postgres
+ *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { openPglite, openPostgres, type SqlDatabase } from '../src/db/open.ts';
+import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
+import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '3' },
+    only: { type: 'string' },
+  },
+});
+const rounds = Number(args.rounds);
+const seconds = Number(args.seconds);
+const adminUrl = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const WRITERS = 32;
+const payload = new Uint8Array(randomBytes(1024));
+
+interface Round {
+  appendsPerSec: number;
+  p99Ms: number;
+  readAllPerSec: number;
+  subscribePerSec: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+
+/** 32 writers append one 1 KB event per call until the deadline; the store groups them into batches. */
+async function appendPhase(store: EventStore, round: number, shared: boolean) {
+  const latencies: number[] = [];
+  let count = 0;
+  const last: Position = START;
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      const stream = shared ? `bench-${round}-deliveries` : `bench-${round}-writer-${w}`;
+      while (performance.now() < deadline) {
+        const t = performance.now();
+        await store.append(stream, [
+          { type: 'DeliveryReceived', data: payload, contentType: 'application/octet-stream' },
+        ]);
+        latencies.push(performance.now() - t);
+        count++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  return { perSec: count / elapsed, p99Ms: percentile(latencies, 0.99), count, last };
+}
+
+async function readAllPhase(store: EventStore, after: Position, expected: number) {
+  const started = performance.now();
+  let n = 0;
+  for await (const _ of store.readAll({ after })) n++;
+  if (n < expected) {
+    let again = 0;
+    for await (const _ of store.readAll({ after })) again++;
+    throw new Error(
+      `readAll saw ${n} events, expected at least ${expected}; read again: ${again}, head ${await store.headPosition()}, after ${after}`,
+    );
+  }
+  return n / ((performance.now() - started) / 1000);
+}
+
+function subscribePhase(store: EventStore, after: Position, expected: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    let n = 0;
+    const sub = store.subscribeAll({ after }).subscribe({
+      next: () => {
+        if (++n === expected) {
+          sub.unsubscribe();
+          resolve(n / ((performance.now() - started) / 1000));
+        }
+      },
+      error: reject,
+    });
+  });
+}
+
+async function runCase(store: EventStore, shared: boolean): Promise<Round[]> {
+  const results: Round[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const before = await store.headPosition();
+    const appended = await appendPhase(store, r, shared);
+    // Any transaction open on the cluster holds the xid8 horizon back; reads are timed once it has passed.
+    while (store.comparePositions(await store.headPosition(), appended.last) < 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const readAllPerSec = await readAllPhase(store, before, appended.count);
+    const subscribePerSec = await subscribePhase(store, before, appended.count);
+    results.push({ appendsPerSec: appended.perSec, p99Ms: appended.p99Ms, readAllPerSec, subscribePerSec });
+  }
+  return results;
+}
+
+async function withPostgres<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
+  const name = `hookline_bench_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const sql = openPostgres(url.toString());
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.close();
+    await admin.query(`drop database if exists "${name}" with (force)`);
+    await admin.end();
+  }
+}
+
+async function withPglite<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'hookline-bench-'));
+  const sql = await openPglite(dir);
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const rows: Array<Record<string, string>> = [];
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+for (const backend of ['pglite', 'postgres'] as const) {
+  if (args.only && args.only !== backend) continue;
+  const open = backend === 'pglite' ? withPglite : withPostgres;
+  for (const shared of [false, true]) {
+    const results = await open(async (sql) => {
+      await migrateToLatest(sql.db);
+      const store = await createSqlEventStore(sql);
+      try {
+        return await runCase(store, shared);
+      } finally {
+        await store.close();
+      }
+    });
+    rows.push({
+      backend: backend === 'pglite' ? 'PGlite (on disk)' : 'PostgreSQL',
+      streams: shared ? '1 shared stream' : '32 streams',
+      'appends/s': fmt(median(results.map((r) => r.appendsPerSec))),
+      'append p99 ms': median(results.map((r) => r.p99Ms)).toFixed(1),
+      'readAll events/s': fmt(median(results.map((r) => r.readAllPerSec))),
+      'subscribe catch-up events/s': fmt(median(results.map((r) => r.subscribePerSec))),
+    });
+    console.error(`done: ${backend}, ${shared ? 'shared stream' : 'own streams'}`);
+  }
+}
+
+console.log(
+  `\nEvent store: ${WRITERS} concurrent writers, 1 KB events, one event per append; medians of ${rounds} rounds of ${seconds} s\n`,
+);
+console.table(rows);
