@@ -19,6 +19,8 @@ export interface UiDeps {
   readonly hub: LiveHub;
   readonly views: Views;
   readonly listProviders: () => Promise<readonly ProviderListing[]>;
+  /** Just the names, for the log's filter: no counters to compute. */
+  readonly providerNames: () => Promise<readonly string[]>;
   readonly loadStatus: (connection: Connection) => Promise<StatusSnapshot>;
   /** How long a post waits for its own write to reach the read model (default 2 s). */
   readonly readYourWritesMs?: number;

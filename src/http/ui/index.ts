@@ -20,9 +20,23 @@ export function createUi(runtime: Runtime, live: Live) {
     hub: live.hub,
     loadStatus: live.loadStatus,
     listProviders: () => listProviders(runtime.config, runtime.db, runtime.clock.now()),
+    providerNames: () => providerNames(runtime),
     views: createViews({ assets, version: runtime.config.version }),
     assets,
   });
+}
+
+/** Every provider name the log can filter by: configured ones and the read model's. */
+async function providerNames(runtime: Pick<Runtime, 'config' | 'db'>): Promise<string[]> {
+  const rows = await runtime.db.selectFrom('providers').select('name').execute();
+  const configured = [
+    'codehost',
+    'payments',
+    'chat',
+    ...runtime.config.broker.channels.map((c) => `broker:${c}`),
+  ];
+  const rest = rows.map((r) => r.name).filter((n) => !configured.includes(n));
+  return [...configured, ...rest.sort()];
 }
 
 /** sse_retry_ms from the settings read model: the stream's `retry:` at each connect. */

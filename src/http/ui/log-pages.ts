@@ -47,13 +47,13 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
     };
     reply.header('vary', 'HX-Request, HX-History-Restore-Request');
     if (wantsFragment(request)) return sendHtml(reply, deps.views.render('fragments/log-results.njk', view));
-    const providers = await deps.listProviders();
+    const providerNames = await deps.providerNames();
     return sendHtml(
       reply,
       deps.views.render('pages/log.njk', {
         ...layoutContext(deps, 'log'),
         ...view,
-        providerNames: providers.map((p) => p.name),
+        providerNames,
         limits: [...new Set(['25', '50', '100', '200', limit])].sort((a, b) => Number(a) - Number(b)),
       }),
     );
