@@ -116,7 +116,7 @@ export function operatorApiSuite(name: string, getServer: () => TestServer) {
         queue: 'builds',
         verbs: ['claim', 'list_todos', 'claim'],
         expires_at: expires,
-        replay_targets: ['https://hooks.example.com/replay'],
+        replay_targets: ['https://1.1.1.1/replay'],
       });
       expect(second.status, second.text).toBe(201);
       expect(second.body.agent_id).toBe(first.body.agent_id);
@@ -124,13 +124,13 @@ export function operatorApiSuite(name: string, getServer: () => TestServer) {
       expect(second.body.queue).toBe('builds');
       expect(second.body.verbs).toEqual(['list_todos', 'claim']);
       expect(second.body.expires_at).toBe(expires);
-      expect(second.body.replay_targets).toEqual(['https://hooks.example.com/replay']);
+      expect(second.body.replay_targets).toEqual(['https://1.1.1.1/replay']);
       await settled(getServer());
       const agents = await alice.call<{ id: string; name: string }[]>('GET', '/agents');
       expect(agents.body.filter((a) => a.name === name)).toHaveLength(1);
       const list = await alice.call<{ id: string; replay_targets: string[] }[]>('GET', '/endpoints');
       expect(list.body.find((e) => e.id === second.body.id)?.replay_targets).toEqual([
-        'https://hooks.example.com/replay',
+        'https://1.1.1.1/replay',
       ]);
     });
 
@@ -152,6 +152,8 @@ export function operatorApiSuite(name: string, getServer: () => TestServer) {
         { name: 'x', replay_targets: ['http://hooks.example.com/'] },
         { name: 'x', replay_targets: ['https://127.0.0.1/'] },
         { name: 'x', replay_targets: ['https://169.254.169.254/latest'] },
+        { name: 'x', replay_targets: ['https://localhost/'] },
+        { name: 'x', replay_targets: ['https://1.1.1.1/', 'https://10.0.0.1/'] },
         { name: 'x', unknown_field: 1 },
         [],
         'not json at all',
@@ -161,6 +163,11 @@ export function operatorApiSuite(name: string, getServer: () => TestServer) {
       expectProblem(await alice.call('POST', '/endpoints', '{"name":', {}), 400);
       const quarantine = await alice.call<Problem>('POST', '/endpoints', { name: 'x', queue: 'quarantine' });
       expect(quarantine.body.detail).toMatch(/quarantine/);
+      const metadata = await alice.call<Problem>('POST', '/endpoints', {
+        name: 'x',
+        replay_targets: ['https://169.254.169.254/latest'],
+      });
+      expect(metadata.body.detail).toMatch(/cloud metadata/);
       await settled(getServer());
       expect((await alice.call<unknown[]>('GET', '/endpoints')).body).toEqual(before.body);
       expect((await alice.call<unknown[]>('GET', '/agents')).body).toEqual(agentsBefore.body);

@@ -13,14 +13,14 @@ import { sanitizeHeaders } from '../../ingest/sanitize.ts';
 import type { Runtime } from '../../runtime.ts';
 import { buildOpenApi } from './openapi.ts';
 import { endpointRowOut, endpointStateOut, vendedOut } from './present.ts';
-import { checkReplayTargetSyntax } from './replay-targets.ts';
+import { checkReplayTargetAtVend } from './replay-targets.ts';
 import { PushTodoIn, RefParam, VendEndpointIn } from './schemas.ts';
 
 export interface ApiDeps {
   readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
   readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
-  /** The vend-time replay target guard (release 0.4.0); default: checkReplayTargetSyntax. */
+  /** The vend-time replay target guard (release 0.4.0); default: the shared SSRF guard. */
   readonly checkReplayTarget?: (url: string) => Promise<void>;
   /** Bound of the read-your-writes wait after a write (default 5 s). */
   readonly waitMs?: number;
@@ -51,7 +51,7 @@ export function createApiRoutes(deps: ApiDeps) {
 async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
   const { runtime, auth } = deps;
   const { config, store, clock, db } = runtime;
-  const checkReplayTarget = deps.checkReplayTarget ?? checkReplayTargetSyntax;
+  const checkReplayTarget = deps.checkReplayTarget ?? checkReplayTargetAtVend;
   const openapi = buildOpenApi(config.baseUrl, config.version);
 
   // JSON only: anything else is an invalid body (spec 4.11/4.13 answer 400), not a 415.
