@@ -173,3 +173,8 @@ console.log(
   `\nEvent store: ${WRITERS} concurrent writers, 1 KB events, one event per append; medians of ${rounds} rounds of ${seconds} s\n`,
 );
 console.table(rows);
+console.log(
+  `${cpus().length} CPUs; load average at the end ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} (other work on the machine lowers every figure)`,
+);
