@@ -116,6 +116,30 @@ describe('the operators’ authorization server', () => {
     expect(back.searchParams.get('code')).toBeNull();
   });
 
+  it('never redirects to anything but a loopback /callback of the CLI client (RFC 8252)', async () => {
+    for (const redirectUri of [
+      'http://evil.example/callback',
+      'http://localhost:4000/callback',
+      'http://127.0.0.1:4000/elsewhere',
+      'https://127.0.0.1:4000/callback',
+    ]) {
+      const req = await authorizationRequest(as, { resource });
+      const url = new URL(req.url);
+      url.searchParams.set('redirect_uri', redirectUri);
+      const res = await new TestBrowser().get(url.toString());
+      expect(res.status, redirectUri).toBe(400);
+      expect(res.location).toBeUndefined();
+      expect(res.type).toMatch(/^text\/html/);
+      expect(res.body).toContain('redirect_uri');
+    }
+    const req = await authorizationRequest(as, { resource, port: 4000 });
+    const url = new URL(req.url);
+    url.searchParams.set('client_id', 'someone-else');
+    const unknown = await new TestBrowser().get(url.toString());
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toContain('invalid_client');
+  });
+
   it('refuses an unknown resource at the authorization endpoint and at the token endpoint', async () => {
     const req = await authorizationRequest(as, { resource: 'https://elsewhere.example/api' });
     const consent = await new TestBrowser().openConsent(req.url);
