@@ -11,6 +11,7 @@ import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createWebhookRoutes } from './http/webhooks.ts';
 import { createIngestion } from './ingest/index.ts';
 import { createLive, livePlugin } from './live/index.ts';
+import { createMcp } from './mcp/index.ts';
 import { retentionPlugin } from './retention/plugin.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -60,6 +61,9 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
+  const mcp = createMcp(runtime, live.hub, ingestion.recorder); // MCP per endpoint, doorbell, lease expiry
+  await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
+  await app.register(mcp.webhookRoutes); // POST /webhooks/w/<token>
 
   return app;
 }

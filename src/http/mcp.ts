@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { EndpointFacts } from '../domain/endpoint/state.ts';
+import { HooklineError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { EndpointAuth } from '../mcp/auth.ts';
+import type { SessionRegistry } from '../mcp/sessions.ts';
+
+export interface McpRoutesDeps {
+  readonly logger: Logger;
+  readonly authenticate: EndpointAuth;
+  /** Returns an error message when Host/Origin fail the DNS-rebinding check. */
+  readonly checkRebinding: (request: {
+    readonly host: string | undefined;
+    readonly origin: string | undefined;
+    readonly localAddress: string | undefined;
+    readonly localPort: number | undefined;
+  }) => string | undefined;
+  readonly sessions: SessionRegistry;
+  readonly newServer: () => Server;
+}
+
+/**
+ * `{base_url}/mcp/<slug>` over Streamable HTTP (POST, GET for the notification stream, DELETE to
+ * end a session). Host and Origin are checked first, then the endpoint bearer; any bearer
+ * failure is 401 with a plain `WWW-Authenticate: Bearer` and no resource metadata, so an MCP
+ * client is never sent to the operators' authorization server (design.md "MCP"). The transport
+ * then gets the raw request and response, with the body Fastify already parsed.
+ */
+export function createMcpRoutes(deps: McpRoutesDeps) {
+  const { sessions, logger } = deps;
+  const endpoints = new WeakMap<FastifyRequest, EndpointFacts>();
+
+  const jsonRpcError = (reply: FastifyReply, status: number, code: number, message: string) =>
+    reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+
+  const serve = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    transport: StreamableHTTPServerTransport,
+  ): Promise<void> => {
+    reply.hijack();
+    try {
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    } catch (err) {
+      logger.error({ err }, 'mcp: request failed');
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end();
+    }
+  };
+
+  const routes = async (scope: FastifyInstance) => {
+    scope.addHook('onRequest', async (request, reply) => {
+      const refused = deps.checkRebinding({
+        host: request.headers.host,
+        origin: request.headers.origin,
+        localAddress: request.socket.localAddress,
+        localPort: request.socket.localPort,
+      });
+      if (refused) throw new HooklineError('forbidden', refused);
+      const { slug } = request.params as { slug: string };
+      const authorization = request.headers.authorization;
+      try {
+        endpoints.set(request, await deps.authenticate(slug, authorization));
+      } catch (err) {
+        if (err instanceof HooklineError && err.code === 'unauthorized') {
+          request.log.info({ reason: err.cause, slug }, 'mcp: bearer refused');
+          reply.header(
+            'www-authenticate',
+            authorization
+              ? 'Bearer realm="hookline-mcp", error="invalid_token"'
+              : 'Bearer realm="hookline-mcp"',
+          );
+        }
+        throw err;
+      }
+    });
+
+    scope.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/mcp/:slug',
+      handler: async (request, reply) => {
+        const endpoint = endpoints.get(request)!;
+        // The tools read the endpoint as authenticated by this very request.
+        const auth: AuthInfo = {
+          token: 'endpoint-bearer',
+          clientId: endpoint.id,
+          scopes: [...endpoint.verbs],
+          extra: { endpoint },
+        };
+        (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = auth;
+
+        const header = request.headers['mcp-session-id'];
+        const sessionId = Array.isArray(header) ? header[0] : header;
+        if (sessionId !== undefined) {
+          const session = sessions.get(sessionId);
+          // A session is bound to the endpoint that opened it: another endpoint's bearer finds nothing.
+          if (!session || session.endpointId !== endpoint.id) {
+            return jsonRpcError(reply, 404, -32001, 'Session not found');
+          }
+          return serve(request, reply, session.transport);
+        }
+        if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
+          return jsonRpcError(reply, 400, -32000, 'Bad Request: no valid session id (initialize first)');
+        }
+
+        const server = deps.newServer();
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.add({ id, endpointId: endpoint.id, transport, server, subscriptions: new Set() });
+          },
+          onsessionclosed: (id) => sessions.remove(id),
+        });
+        // Set before connect: the server chains its own close handler after this one.
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.remove(transport.sessionId);
+        };
+        await server.connect(transport);
+        return serve(request, reply, transport);
+      },
+    });
+  };
+
+  return fp(
+    async (app) => {
+      // Open notification streams would hold the server open: end every session before it closes.
+      app.addHook('preClose', async () => {
+        await sessions.closeAll();
+      });
+      await app.register(routes);
+    },
+    { name: 'hookline-mcp', dependencies: ['hookline-errors'] },
+  );
+}

@@ -1,0 +1,186 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Kysely } from 'kysely';
+import { findWebhookByTokenHash } from '../../projections/webhooks.ts';
+import { hashCredential } from '../auth/credentials.ts';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/database.ts';
+import type { IngestAck } from '../domain/delivery/metadata.ts';
+import { loadAggregate } from '../domain/endpoint/aggregate.ts';
+import { ringDoorbell } from '../domain/endpoint/doorbell.ts';
+import { newId } from '../domain/endpoint/ids.ts';
+import { loadEndpoint } from '../domain/endpoint/resolve.ts';
+import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
+import { decideCreateTodo } from '../domain/todo/decide.ts';
+import { initialTodoState, todoStream } from '../domain/todo/state.ts';
+import {
+  evolveWebhook,
+  initialWebhookState,
+  type WebhookState,
+  webhookStream,
+} from '../domain/webhook/decide.ts';
+import { isWebhookEventType, type WebhookEvent } from '../domain/webhook/events.ts';
+import { HooklineError } from '../errors.ts';
+import { jsonEvent } from '../eventstore/codec.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import { checkBody, type ParsedBody } from './body.ts';
+import { checkStandardWebhook, loadWebhookSigning, type WebhookSigning } from './endpoint-webhook-signing.ts';
+import { extractIdentity } from './extract.ts';
+import type { DeliveryRecorder } from './recorder.ts';
+import { sanitizeHeaders } from './sanitize.ts';
+import { parseTrustedProxies, resolveSourceIp } from './source-ip.ts';
+
+export interface EndpointWebhookDeps {
+  readonly store: EventStore;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly db: Kysely<Database>;
+  readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  /** Opens a sealed signing secret (the MCP secret box). */
+  readonly openSecret: (sealed: string, webhookId: string) => string;
+}
+
+export interface WebhookTarget {
+  readonly webhook: Extract<WebhookState, { status: 'active' }>;
+  readonly endpoint: EndpointFacts;
+  readonly signing: WebhookSigning | null;
+}
+
+export interface EndpointWebhookRequest {
+  readonly token: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Uint8Array;
+  readonly remoteAddress: string | undefined;
+}
+
+const NOT_FOUND = 'no webhook has this ingest URL';
+// biome-ignore lint/suspicious/noControlCharactersInRegex: a todo title is one line
+const CONTROL = /[\u0000-\u001f\u007f]+/g;
+
+/**
+ * `POST /webhooks/w/<token>` (release 0.3.0): the unguessable token is the credential (trust mode
+ * `token`, found by its hash); a webhook with a signing secret also checks a Standard Webhooks
+ * signature. An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`), then a todo
+ * on the webhook's target queue of its owning endpoint, then the doorbell.
+ */
+export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
+  const { store, clock, config } = deps;
+  const trusted = parseTrustedProxies(config.trustedProxies);
+
+  /** Check 1 of the ingestion order: unknown token, or a revoked/expired owner, is 404. */
+  async function lookup(token: string): Promise<WebhookTarget> {
+    if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw new HooklineError('not_found', NOT_FOUND);
+    const row = await findWebhookByTokenHash(deps.db, hashCredential(token));
+    if (!row) throw new HooklineError('not_found', NOT_FOUND);
+    const { state: webhook } = await loadAggregate<WebhookState, WebhookEvent>(
+      store,
+      webhookStream(row.id),
+      initialWebhookState,
+      evolveWebhook,
+      isWebhookEventType,
+    );
+    if (webhook.status !== 'active') throw new HooklineError('not_found', NOT_FOUND);
+    const { state: endpoint } = await loadEndpoint(store, webhook.endpointId);
+    if (endpoint.status !== 'active' || isExpired(endpoint, clock.now())) {
+      throw new HooklineError('not_found', NOT_FOUND);
+    }
+    const { status: _status, ...facts } = endpoint;
+    return { webhook, endpoint: facts, signing: await loadWebhookSigning(store, webhook.id) };
+  }
+
+  /** Checks 5 to 7 (signature, body), then the delivery, the todo and the doorbell. */
+  async function receive(
+    target: WebhookTarget,
+    request: EndpointWebhookRequest,
+  ): Promise<{ readonly ack: IngestAck; readonly todoId: string | null; readonly duplicate: boolean }> {
+    const { webhook, endpoint, signing } = target;
+    let verified = false;
+    let detail = 'token ok';
+    if (signing) {
+      const check = checkStandardWebhook({
+        headers: request.headers,
+        body: request.body,
+        secret: deps.openSecret(signing.secretSealed, webhook.id),
+        required: signing.required,
+        nowMs: clock.now().getTime(),
+        toleranceS: config.signatureToleranceS,
+      });
+      if (!check.ok) throw new HooklineError('invalid_signature', check.reason);
+      verified = check.verified;
+      detail = check.detail;
+    }
+    const contentType = one(request.headers['content-type']);
+    const checked = checkBody(contentType, request.body);
+    if (!checked.ok) throw new HooklineError(checked.code, checked.reason);
+    const identity = extractIdentity('generic', request.headers, checked.body);
+
+    const provider = `webhook:${webhook.id}`;
+    const todoId = newId('td');
+    const queue = webhook.queue;
+    const recorded = await deps.recorder.record({
+      payload: request.body,
+      provider,
+      family: 'webhook',
+      trust_mode: 'token',
+      verified,
+      verify_detail: detail,
+      event_type: identity.event_type,
+      external_id: identity.external_id,
+      content_type: contentType ?? null,
+      source_ip: resolveSourceIp(request.remoteAddress, request.headers['x-forwarded-for'], trusted),
+      headers: sanitizeHeaders(request.headers, [request.token]),
+      route: {
+        endpoint_id: endpoint.id,
+        slug: endpoint.slug,
+        queue,
+        todo_id: todoId,
+        kind: 'webhook',
+        webhook_id: webhook.id,
+      },
+    });
+    // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung.
+    if (recorded.duplicate) return { ack: recorded.ack, todoId: null, duplicate: true };
+
+    const title = `${webhook.name}: ${identity.event_type ?? 'delivery'} (event ${recorded.ack.id})`
+      .replace(CONTROL, ' ')
+      .slice(0, 200);
+    const events = decideCreateTodo(
+      {
+        todoId,
+        endpoint,
+        queue,
+        kind: 'webhook',
+        title,
+        payload: payloadOf(checked.body),
+        key: null,
+        source: provider,
+        eventId: recorded.ack.id,
+        human: provider,
+      },
+      initialTodoState,
+      clock.now(),
+    );
+    await store.append(
+      todoStream(todoId),
+      events.map((e) => jsonEvent(e.type, e.data)),
+      { expectedRevision: 'no_stream' },
+    );
+    await ringDoorbell(
+      { store, clock },
+      { endpointId: endpoint.id, queue, todoId, eventId: recorded.ack.id },
+    );
+    return { ack: recorded.ack, todoId, duplicate: false };
+  }
+
+  return { lookup, receive };
+}
+
+export type EndpointWebhookReceiver = ReturnType<typeof createEndpointWebhookReceiver>;
+
+const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+/** The todo's payload: the JSON as sent, or a form as an object of its fields. */
+function payloadOf(body: ParsedBody): unknown {
+  if (body.kind === 'json') return body.value;
+  return Object.fromEntries(body.value.entries());
+}

@@ -1,0 +1,47 @@
+import { credentialMatches } from '../auth/credentials.ts';
+import type { Clock } from '../clock.ts';
+import { loadEndpoint, resolveEndpointId } from '../domain/endpoint/resolve.ts';
+import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
+import { HooklineError } from '../errors.ts';
+import type { EventStore } from '../eventstore/port.ts';
+
+/**
+ * The MCP bearer (spec 5): the endpoint's vended credential, compared by hash against the
+ * endpoint's own stream (not a read model, so a just-vended endpoint works at once and a revoked
+ * one stops at once). Every failure is the same 401; which check failed is only logged.
+ */
+export function createEndpointAuth(deps: { readonly store: EventStore; readonly clock: Clock }) {
+  // Slugs never move to another endpoint: their resolution is cached for good.
+  const slugs = new Map<string, string>();
+
+  return async function authenticate(
+    slug: string,
+    authorization: string | undefined,
+  ): Promise<EndpointFacts> {
+    const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
+    if (!match) throw unauthorized('missing', 'an endpoint bearer token is required');
+    const token = match[1]!;
+    let endpointId = slugs.get(slug);
+    if (!endpointId) {
+      endpointId = await resolveEndpointId(deps.store, slug);
+      if (!endpointId || endpointId === slug)
+        throw unauthorized('invalid', 'the bearer token is not valid here');
+      if (slugs.size > 10_000) slugs.clear();
+      slugs.set(slug, endpointId);
+    }
+    const { state } = await loadEndpoint(deps.store, endpointId);
+    if (state.status === 'none' || !credentialMatches(token, state.tokenHash)) {
+      throw unauthorized('invalid', 'the bearer token is not valid here');
+    }
+    if (state.status === 'revoked') throw unauthorized('revoked', 'the endpoint is revoked');
+    if (isExpired(state, deps.clock.now())) throw unauthorized('expired', 'the endpoint has expired');
+    const { status: _status, ...facts } = state;
+    return facts;
+  };
+}
+
+export type EndpointAuth = ReturnType<typeof createEndpointAuth>;
+
+function unauthorized(reason: 'missing' | 'invalid' | 'revoked' | 'expired', detail: string): HooklineError {
+  return new HooklineError('unauthorized', detail, {}, { cause: reason });
+}

@@ -1,0 +1,59 @@
+import type { Observable, Subscription } from 'rxjs';
+import type { DoorbellEvent } from '../domain/endpoint/events.ts';
+import { parseData } from '../eventstore/codec.ts';
+import type { RecordedEvent } from '../eventstore/port.ts';
+import type { Logger } from '../logger.ts';
+import { queueUri } from './queues.ts';
+import type { McpSession, SessionRegistry } from './sessions.ts';
+
+/**
+ * The doorbell (README "MCP for agents"): every `DoorbellRung` on the shared `$all` subscription
+ * (a push, a webhook delivery, a release, an expired lease) becomes
+ * `notifications/resources/updated` for `hookline://queues/<queue>` on each session of that
+ * endpoint in this process that subscribed to it. Rings within one event-loop turn are
+ * coalesced: one notification per session and queue.
+ */
+export function startDoorbell(deps: {
+  readonly doorbells$: Observable<RecordedEvent>;
+  readonly sessions: SessionRegistry;
+  readonly logger: Logger;
+}): Subscription {
+  const due = new Map<McpSession, Set<string>>();
+  let scheduled = false;
+
+  const flush = () => {
+    scheduled = false;
+    const batch = [...due];
+    due.clear();
+    for (const [session, uris] of batch) {
+      for (const uri of uris) {
+        session.server.sendResourceUpdated({ uri }).catch((err: unknown) => {
+          deps.logger.debug({ err, session: session.id }, 'mcp: doorbell not delivered');
+        });
+      }
+    }
+  };
+
+  return deps.doorbells$.subscribe((e) => {
+    let ring: DoorbellEvent['data'];
+    try {
+      ring = parseData<DoorbellEvent['data']>(e);
+    } catch {
+      return;
+    }
+    const uri = queueUri(ring.queue);
+    for (const session of deps.sessions.forEndpoint(ring.endpoint_id)) {
+      if (!session.subscriptions.has(uri)) continue;
+      let set = due.get(session);
+      if (!set) {
+        set = new Set();
+        due.set(session, set);
+      }
+      set.add(uri);
+    }
+    if (due.size > 0 && !scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  });
+}

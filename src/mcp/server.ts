@@ -1,0 +1,159 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { EndpointFacts } from '../domain/endpoint/state.ts';
+import { isVerb } from '../domain/endpoint/verbs.ts';
+import { isHooklineError } from '../errors.ts';
+import { UNTRUSTED_NOTE } from './present.ts';
+import { queueOfUri, queueUri } from './queues.ts';
+import { failure } from './result.ts';
+import type { McpServices } from './services.ts';
+import type { SessionRegistry } from './sessions.ts';
+import { drainQueues } from './tools/scope.ts';
+import type { McpTool } from './tools/types.ts';
+
+const INSTRUCTIONS = `hookline: a work queue of todos for this endpoint.
+Drain it: claim_next (or list_todos + claim), do the work, then complete (or fail with a reason; retryable=true to try again later, or release to hand it back). Pass the lease_id the claim returned to every later move, and heartbeat before the lease expires.
+Subscribe to the resource hookline://queues/<queue> to be notified (notifications/resources/updated) when work becomes claimable, instead of polling.
+${UNTRUSTED_NOTE} Titles and payloads always arrive inside an "untrusted" object.`;
+
+/** The endpoint this very request authenticated as (src/http/mcp.ts puts it on `req.auth`). */
+export function endpointOf(authInfo: AuthInfo | undefined): EndpointFacts {
+  const endpoint = authInfo?.extra?.endpoint as EndpointFacts | undefined;
+  if (!endpoint) throw new McpError(ErrorCode.InternalError, 'request not authenticated');
+  return endpoint;
+}
+
+export interface SessionServerDeps {
+  readonly services: McpServices;
+  readonly tools: readonly McpTool[];
+  readonly sessions: SessionRegistry;
+}
+
+/**
+ * One low-level MCP server per session. Tools are listed and dispatched here rather than through
+ * McpServer so that bad arguments stay protocol errors (InvalidParams) and expected refusals are
+ * `isError` results with a stable code (style.md §10); a verb the endpoint does not hold is
+ * neither listed nor callable (`forbidden`).
+ */
+export function createSessionServer(deps: SessionServerDeps): Server {
+  const { services, tools, sessions } = deps;
+  const byName = new Map(tools.map((t) => [t.name as string, t]));
+  const listed = tools.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as { type: 'object' },
+    annotations: { title: t.title, ...t.annotations },
+  }));
+
+  const server = new Server(
+    { name: 'hookline', title: 'hookline', version: services.runtime.config.version },
+    {
+      capabilities: { tools: { listChanged: false }, resources: { subscribe: true, listChanged: false } },
+      instructions: INSTRUCTIONS,
+    },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+    const endpoint = endpointOf(extra.authInfo);
+    return { tools: listed.filter((t) => endpoint.verbs.includes(t.name)) };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const endpoint = endpointOf(extra.authInfo);
+    const name = request.params.name;
+    if (isVerb(name) && !endpoint.verbs.includes(name)) {
+      return failure('forbidden', `this endpoint does not hold the verb ${name}`);
+    }
+    const tool = byName.get(name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+    const parsed = tool.input.safeParse(request.params.arguments ?? {});
+    if (!parsed.success) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Invalid arguments for tool ${name}: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    try {
+      return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
+    } catch (err) {
+      if (isHooklineError(err) && err.status < 500) return failure(err.code, err.message);
+      services.runtime.logger.error({ err, tool: name }, 'mcp: tool failed');
+      const message = isHooklineError(err) ? err.message : 'internal error';
+      throw new McpError(ErrorCode.InternalError, message);
+    }
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
+    const endpoint = endpointOf(extra.authInfo);
+    return {
+      resources: drainQueues(endpoint).map((q) => ({
+        uri: queueUri(q),
+        name: `queue ${q}`,
+        title: `Queue ${q}`,
+        description: `Todos on queue ${q}. Subscribe to be told when work becomes claimable here.`,
+        mimeType: 'application/json',
+      })),
+    };
+  });
+
+  const scopedQueue = (uri: string, endpoint: EndpointFacts): string => {
+    const queue = queueOfUri(uri);
+    if (queue === undefined || !drainQueues(endpoint).includes(queue)) {
+      throw new McpError(ErrorCode.InvalidParams, `Resource ${uri} not found`);
+    }
+    return queue;
+  };
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const endpoint = endpointOf(extra.authInfo);
+    const queue = scopedQueue(request.params.uri, endpoint);
+    const rows = await services.runtime.db
+      .selectFrom('todos')
+      .select(['state'])
+      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.min('created_at').as('oldest')])
+      .where('endpoint_id', '=', endpoint.id)
+      .where('queue', '=', queue)
+      .where('state', 'in', ['pending', 'claimed'])
+      .groupBy('state')
+      .execute();
+    const pending = rows.find((r) => r.state === 'pending');
+    const claimed = rows.find((r) => r.state === 'claimed');
+    const body = {
+      queue,
+      pending: Number(pending?.n ?? 0),
+      claimed: Number(claimed?.n ?? 0),
+      oldest_pending_at: pending?.oldest ? new Date(pending.oldest as Date).toISOString() : null,
+    };
+    return {
+      contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(body) }],
+    };
+  });
+
+  server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+    const endpoint = endpointOf(extra.authInfo);
+    scopedQueue(request.params.uri, endpoint);
+    const session = extra.sessionId ? sessions.get(extra.sessionId) : undefined;
+    session?.subscriptions.add(request.params.uri);
+    return {};
+  });
+
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request, extra) => {
+    const session = extra.sessionId ? sessions.get(extra.sessionId) : undefined;
+    session?.subscriptions.delete(request.params.uri);
+    return {};
+  });
+
+  return server;
+}

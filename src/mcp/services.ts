@@ -1,0 +1,10 @@
+import type { Drain } from '../domain/todo/drain.ts';
+import type { Runtime } from '../runtime.ts';
+import type { SecretBox } from './secret-box.ts';
+
+/** What the tools reach (explicit, built once per process in src/mcp/index.ts). */
+export interface McpServices {
+  readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
+  readonly drain: Drain;
+  readonly secretBox: SecretBox;
+}

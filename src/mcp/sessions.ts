@@ -1,0 +1,55 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+
+/** One MCP session of this process (design.md: a session lives in the instance that opened it). */
+export interface McpSession {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly transport: StreamableHTTPServerTransport;
+  readonly server: Server;
+  /** Resource URIs the client subscribed to (the doorbell rings only these). */
+  readonly subscriptions: Set<string>;
+}
+
+export interface SessionRegistry {
+  add(session: McpSession): void;
+  get(id: string): McpSession | undefined;
+  remove(id: string): void;
+  forEndpoint(endpointId: string): Iterable<McpSession>;
+  size(): number;
+  /** Closes every session (shutdown): their streams end, clients see the session gone. */
+  closeAll(): Promise<void>;
+}
+
+export function createSessionRegistry(): SessionRegistry {
+  const byId = new Map<string, McpSession>();
+  const byEndpoint = new Map<string, Set<McpSession>>();
+  return {
+    add(session) {
+      byId.set(session.id, session);
+      let set = byEndpoint.get(session.endpointId);
+      if (!set) {
+        set = new Set();
+        byEndpoint.set(session.endpointId, set);
+      }
+      set.add(session);
+    },
+    get: (id) => byId.get(id),
+    remove(id) {
+      const session = byId.get(id);
+      if (!session) return;
+      byId.delete(id);
+      const set = byEndpoint.get(session.endpointId);
+      set?.delete(session);
+      if (set?.size === 0) byEndpoint.delete(session.endpointId);
+    },
+    forEndpoint: (endpointId) => byEndpoint.get(endpointId) ?? [],
+    size: () => byId.size,
+    async closeAll() {
+      const all = [...byId.values()];
+      byId.clear();
+      byEndpoint.clear();
+      await Promise.allSettled(all.map((s) => s.server.close()));
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { listWebhooksOfEndpoint } from '../../../projections/webhooks.ts';
+import { loadWebhookSigning } from '../../ingest/endpoint-webhook-signing.ts';
+import { ok } from '../result.ts';
+import { defineTool } from './types.ts';
+
+export const listWebhooks = defineTool({
+  name: 'list_webhooks',
+  title: 'List webhooks',
+  description:
+    'The webhooks this endpoint owns (release 0.5.0: only its own), with their queue and signature rule. Never shows an ingest URL or a secret: those are shown once, at creation.',
+  input: z.object({}),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run(ctx) {
+    const { db, store } = ctx.services.runtime;
+    const rows = await listWebhooksOfEndpoint(db, ctx.endpoint.id);
+    const webhooks = await Promise.all(
+      rows.map(async (r) => {
+        const signing = await loadWebhookSigning(store, r.id);
+        return {
+          webhook_id: r.id,
+          name: r.name,
+          queue: r.queue,
+          trust_mode: r.trust_mode,
+          signature: signing ? { scheme: signing.scheme, required: signing.required } : null,
+          vended_with_endpoint: r.id === ctx.endpoint.webhookId,
+          created_at: new Date(r.created_at).toISOString(),
+        };
+      }),
+    );
+    return ok({ webhooks });
+  },
+});

@@ -1,0 +1,29 @@
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { EndpointFacts } from '../../domain/endpoint/state.ts';
+import type { Verb } from '../../domain/endpoint/verbs.ts';
+import type { McpServices } from '../services.ts';
+
+/** What a tool call knows: the services, the endpoint as authenticated for this very request, its session. */
+export interface ToolContext {
+  readonly services: McpServices;
+  readonly endpoint: EndpointFacts;
+  readonly sessionId: string | null;
+}
+
+/**
+ * One MCP tool (style.md §10: one a file). `input` is the zod schema the arguments must meet
+ * (a mismatch is a protocol error, InvalidParams); an expected refusal is a HooklineError thrown
+ * by `run`, which the server turns into an `isError` result carrying its stable code.
+ */
+export interface McpTool<S extends z.ZodObject = z.ZodObject> {
+  readonly name: Verb;
+  readonly title: string;
+  readonly description: string;
+  readonly input: S;
+  readonly annotations: ToolAnnotations;
+  run(ctx: ToolContext, args: z.infer<S>): Promise<CallToolResult>;
+}
+
+/** Keeps each tool's argument type while the list holds them side by side. */
+export const defineTool = <S extends z.ZodObject>(tool: McpTool<S>): McpTool => tool as unknown as McpTool;
