@@ -1,0 +1,170 @@
+/**
+ * The server side of `bench/screens.ts`: hookline on PostgreSQL in a child process (its own event
+ * loop), with a delivery injector driven over IPC. Run by the benchmark, not by hand.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const SELF = fileURLToPath(import.meta.url);
+const ADMIN_URL = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface SseInjection {
+  readonly sent: number;
+  readonly seconds: number;
+  /** From received_at to a plain $all subscriber in the server: the store's share of the latency. */
+  readonly storeP50: number;
+  readonly storeP99: number;
+}
+
+export type Command =
+  | { cmd: 'inject'; rate: number; seconds: number }
+  | { cmd: 'rss' }
+  | { cmd: 'cpu' }
+  | { cmd: 'stop' };
+
+async function serve(databaseUrl: string): Promise<void> {
+  const { buildApp } = await import('../src/app.ts');
+  const { loadConfig } = await import('../src/config.ts');
+  const { createRuntime } = await import('../src/runtime.ts');
+  const { createDeliveryRecorder } = await import('../src/ingest/recorder.ts');
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    HOOKLINE_HOST: '127.0.0.1',
+    HOOKLINE_PORT: '0',
+    HOOKLINE_LOG_LEVEL: 'warn',
+    HOOKLINE_CODEHOST_SECRET: 'bench',
+  });
+  const runtime = await createRuntime(config);
+  const app = await buildApp(runtime, { requestLogging: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const recorder = createDeliveryRecorder({ store: runtime.store, clock: runtime.clock });
+  const payload = new TextEncoder().encode(
+    JSON.stringify({ ref: 'refs/heads/main', after: randomBytes(20).toString('hex'), pad: 'x'.repeat(700) }),
+  );
+
+  // A second $all subscription, like the hub's: how long the store takes to hand a delivery to
+  // a live subscriber, before any SSE work.
+  const storeLatencies: number[] = [];
+  const decoder = new TextDecoder();
+  runtime.store
+    .subscribeAll({ after: await runtime.store.headPosition(), filter: (e) => e.streamId === 'deliveries' })
+    .subscribe((e) => {
+      const meta = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as { received_at: string };
+      storeLatencies.push(Date.now() - Date.parse(meta.received_at));
+    });
+
+  const inject = async (rate: number, seconds: number): Promise<SseInjection> => {
+    storeLatencies.length = 0;
+    const total = rate * seconds;
+    const started = performance.now();
+    let sent = 0;
+    const inflight = new Set<Promise<unknown>>();
+    while (sent < total) {
+      const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate));
+      while (sent < due) {
+        sent++;
+        const p = recorder
+          .record({
+            provider: 'codehost',
+            family: 'webhook',
+            trust_mode: 'signed',
+            verified: true,
+            verify_detail: 'sha256',
+            event_type: 'push',
+            external_id: null,
+            content_type: 'application/json',
+            source_ip: '127.0.0.1',
+            headers: {},
+            payload,
+          })
+          .finally(() => inflight.delete(p));
+        inflight.add(p);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await Promise.all(inflight);
+    const elapsed = (performance.now() - started) / 1000;
+    while (storeLatencies.length < sent) await new Promise((r) => setTimeout(r, 20));
+    const sorted = [...storeLatencies].sort((a, b) => a - b);
+    const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)]!;
+    return { sent, seconds: elapsed, storeP50: at(0.5), storeP99: at(0.99) };
+  };
+
+  process.on('message', async (m: Command) => {
+    if (m.cmd === 'inject') process.send?.({ injected: await inject(m.rate, m.seconds) });
+    else if (m.cmd === 'rss') process.send?.({ rss: process.memoryUsage().rss });
+    else if (m.cmd === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+    else if (m.cmd === 'stop') {
+      await app.close();
+      await runtime.close();
+      process.exit(0);
+    }
+  });
+  process.send?.({ port });
+}
+
+export interface Server {
+  readonly child: ChildProcess;
+  readonly url: string;
+  request<T>(command: Command, key: string): Promise<T>;
+}
+
+export async function startServer(databaseUrl: string): Promise<Server> {
+  const child = fork(SELF, [databaseUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    child.on('message', (m: { port?: number }) => {
+      if (m.port) resolve(m.port);
+    });
+  });
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    request: <T>(command: Command, key: string) =>
+      new Promise<T>((resolve) => {
+        const onMessage = (m: Record<string, unknown>) => {
+          if (key in m) {
+            child.off('message', onMessage);
+            resolve(m[key] as T);
+          }
+        };
+        child.on('message', onMessage);
+        child.send(command);
+      }),
+  };
+}
+
+export async function withDatabase<T>(work: (url: string) => Promise<T>): Promise<T> {
+  const name = `hookline_bench_screens_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  try {
+    return await work(url.toString());
+  } finally {
+    const c = new pg.Client({ connectionString: ADMIN_URL });
+    await c.connect();
+    await c.query(`drop database if exists "${name}" with (force)`);
+    await c.end();
+  }
+}
+
+/** Retention off, as for every benchmark (design.md): the job must not prune the seeded rows. */
+export async function retentionOff(url: string): Promise<void> {
+  const res = await fetch(`${url}/settings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'retention_max_age_days=0&retention_max_rows=0',
+  });
+  if (res.status !== 200) throw new Error(`settings answered ${res.status}`);
+}
+
+if (process.argv[1] === SELF && process.argv[2]) await serve(process.argv[2]);

@@ -1,0 +1,115 @@
+/**
+ * Screens benchmark (design.md, "Targets"), on PostgreSQL:
+ *
+ * 1. SSE fan-out: N clients (default 1,000) connected to GET /events while deliveries are
+ *    recorded at R per second (default 500) for S seconds; latency is the time from a delivery's
+ *    received_at (stamped by the recorder just before the append) to its arrival at each client.
+ *    Prints p50/p99/max and checks that every client got every delivery exactly once.
+ * 2. The log: log_events seeded with ROWS rows (default 1,000,000) by one generate_series insert;
+ *    then GET /log with each filter (htmx fragment) and the full page, p50/p95 over Q requests.
+ *
+ * The server runs in a child process (its own event loop), the clients and the timer here.
+ * `npm run bench:screens [-- --clients 1000 --rate 500 --seconds 10 --rows 1000000 --requests 200
+ *   --only sse|log]`. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { retentionOff, startServer, withDatabase } from './screens-server.ts';
+import { sseBench } from './screens-sse.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    clients: { type: 'string', default: '1000' },
+    rate: { type: 'string', default: '500' },
+    seconds: { type: 'string', default: '10' },
+    rows: { type: 'string', default: '1000000' },
+    requests: { type: 'string', default: '200' },
+    only: { type: 'string' },
+  },
+});
+
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * p) - 1)]!;
+
+async function seedLog(databaseUrl: string, rows: number): Promise<void> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  const started = performance.now();
+  // One delivery every 2 s ending now; five providers; seven event types.
+  await c.query(
+    `insert into log_events (id, event_uuid, position, provider, event_type, trust_mode, verified,
+       verify_detail, external_id, content_type, source_ip, headers, payload, payload_size, received_at)
+     select g, gen_random_uuid(), '1:' || g,
+       (array['codehost','payments','chat','generic:ci','broker:builds'])[1 + g % 5],
+       (array['push','pull_request','issues','release','invoice.paid','message','build'])[1 + (g / 5) % 7],
+       'signed', true, 'sha256', null, 'application/json', '127.0.0.1', '{}'::jsonb,
+       convert_to('{"n":' || g || '}', 'UTF8'), length('{"n":' || g || '}'),
+       now() - ($1::int - g) * interval '2 seconds'
+     from generate_series(1, $1::int) g`,
+    [rows],
+  );
+  await c.query('analyze log_events');
+  await c.end();
+  console.log(`log: seeded ${rows} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+async function logBench(): Promise<void> {
+  const rows = Number(args.rows);
+  const requests = Number(args.requests);
+  await withDatabase(async (databaseUrl) => {
+    const server = await startServer(databaseUrl);
+    try {
+      await retentionOff(server.url);
+      await seedLog(databaseUrl, rows);
+      const middle = new Date(Date.now() - rows * 1000).toISOString(); // about half the rows are newer
+      const cursor = Buffer.from(`${Date.now() - rows * 1000}.${Math.floor(rows / 2)}`).toString('base64url');
+      const cases: [string, string, Record<string, string>][] = [
+        ['no filter', '/log', { 'hx-request': 'true' }],
+        ['provider', '/log?provider=payments', { 'hx-request': 'true' }],
+        ['event_type', '/log?event_type=release', { 'hx-request': 'true' }],
+        ['provider + event_type', '/log?provider=chat&event_type=issues', { 'hx-request': 'true' }],
+        ['since (time)', `/log?since=${encodeURIComponent(middle)}`, { 'hx-request': 'true' }],
+        ['since (event id)', `/log?since=${Math.floor(rows / 2)}`, { 'hx-request': 'true' }],
+        ['cursor (middle)', `/log?cursor=${cursor}`, { 'hx-request': 'true' }],
+        ['provider + cursor', `/log?provider=codehost&cursor=${cursor}`, { 'hx-request': 'true' }],
+        ['limit=200', '/log?limit=200', { 'hx-request': 'true' }],
+        ['full page', '/log', {}],
+      ];
+      console.log(`log: ${requests} sequential requests per case at ${rows} rows (HTML, over HTTP)`);
+      console.log('  case                     p50 ms   p95 ms   rows');
+      for (const [name, path, headers] of cases) {
+        const times: number[] = [];
+        let shown = 0;
+        for (let i = 0; i < requests + 10; i++) {
+          const t = performance.now();
+          const res = await fetch(`${server.url}${path}`, { headers });
+          const body = await res.text();
+          if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${body.slice(0, 200)}`);
+          if (i >= 10) times.push(performance.now() - t); // the first ten warm up
+          shown =
+            body.replace(/<template[\s\S]*?<\/template>/g, '').match(/<tr class="log-row"/g)?.length ?? 0;
+        }
+        console.log(
+          `  ${name.padEnd(24)} ${percentile(times, 0.5).toFixed(1).padStart(6)}   ${percentile(times, 0.95).toFixed(1).padStart(6)}   ${shown}`,
+        );
+      }
+      const rss = await server.request<number>({ cmd: 'rss' }, 'rss');
+      console.log(`  server RSS ${(rss / 1024 / 1024).toFixed(0)} MB`);
+    } finally {
+      server.child.send({ cmd: 'stop' });
+      await new Promise((r) => server.child.once('exit', r));
+    }
+  });
+}
+
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+console.log(`load average ${load()} on ${os.cpus().length} cores`);
+if (!args.only || args.only === 'sse')
+  await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds));
+if (!args.only || args.only === 'log') await logBench();
+console.log(`load average ${load()}`);
