@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -5,10 +6,20 @@ import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
 import { pushTodo } from '../../src/domain/todo/push.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import type { TestServer } from '../auth/server.ts';
+import { startServer as startTestServer, type TestServer } from '../auth/server.ts';
 
 export type { TestServer } from '../auth/server.ts';
-export { startServer } from '../auth/server.ts';
+
+/**
+ * The shared test server with a secret key of its own, so that sealing webhook secrets never
+ * creates a key file in the working directory.
+ */
+export function startServer(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  return startTestServer({
+    ...options,
+    env: { HOOKLINE_SECRET_KEY: randomBytes(32).toString('base64url'), ...options.env },
+  });
+}
 
 export interface VendedEndpoint {
   readonly id: string;
