@@ -46,11 +46,15 @@ export interface BrokerOptions {
  */
 function enabledCheck(providers: ProviderDirectory, name: string, logger: Logger): () => Promise<boolean> {
   let last = true;
+  let warnedAt = 0;
   return async () => {
     try {
       last = (await providers.lookup(name))?.enabled ?? false;
     } catch (err) {
-      logger.warn({ err, provider: name }, 'provider state unavailable; keeping the last known');
+      if (Date.now() - warnedAt > 30_000) {
+        warnedAt = Date.now();
+        logger.warn({ err, provider: name }, 'provider state unavailable; keeping the last known');
+      }
     }
     return last;
   };
@@ -67,7 +71,8 @@ export function startBrokerConsumers(
   overrides: BrokerOptions = {},
 ): BrokerConsumers | undefined {
   const { config, logger, clock, store } = runtime;
-  const { url, channels, claimIdleMs } = config.broker;
+  const { url, claimIdleMs } = config.broker;
+  const channels = [...new Set(config.broker.channels)]; // a channel named twice is consumed once
   if (!url || channels.length === 0) return undefined;
   const consumerName = brokerConsumerName();
   const providers = overrides.providers ?? createProviderDirectory({ store, config, clock });
