@@ -44,7 +44,7 @@ export async function startService(env: Record<string, string>): Promise<Service
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const child = track(proc);
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = new Promise<string>((resolve, reject) => {
     let buffered = '';
     const onData = (d: Buffer) => {
       buffered += d.toString();
@@ -71,7 +71,14 @@ export async function startService(env: Record<string, string>): Promise<Service
       60_000,
     ).unref();
   });
-  return { ...child, url };
+  try {
+    return { ...child, url: await listening };
+  } catch (err) {
+    // Never leave a half-started service behind (it would keep consuming the test's stream).
+    proc.kill('SIGKILL');
+    await child.exited;
+    throw err;
+  }
 }
 
 /** SIGTERM and wait for a clean exit (the embedded data directory's lock is released). */
