@@ -1,6 +1,7 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, mkdir, open, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { clearStalePglitePid } from './pglite-stale.ts';
 
 /**
  * Embedded mode is one process (design.md): PGlite is one connection inside one process and does
@@ -89,20 +90,6 @@ export async function readLockHolder(dataDir: string): Promise<LockHolder | unde
 }
 
 /**
- * Removes PGlite's postmaster.pid. Only called while we hold the lock, so no live PGlite can be
- * using the directory. (Written inline: src/db/pglite-stale.ts was not in the tree.)
- */
-async function clearPglitePid(dataDir: string): Promise<boolean> {
-  try {
-    await unlink(path.join(dataDir, 'pglite', 'postmaster.pid'));
-    return true;
-  } catch (err) {
-    if (errno(err) === 'ENOENT') return false;
-    throw err;
-  }
-}
-
-/**
  * Moves a dead holder's lock aside. Renaming is atomic, so of two processes clearing the same
  * stale lock only one moves it; if what we moved is not what we judged stale (another process
  * cleared it and took a fresh lock in between), it is put back.
@@ -170,7 +157,7 @@ export async function acquireDataDirLock(
   }
 
   // Holding the lock, no live PGlite uses the directory: any postmaster.pid is a crash leftover.
-  if (await clearPglitePid(dataDir)) clearedStale = true;
+  if (await clearStalePglitePid(dataDir)) clearedStale = true;
 
   let released = false;
   const releaseSync = () => {
