@@ -113,6 +113,8 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
         const server = deps.newServer();
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
+          // A tool call is answered as plain JSON; notifications go out on the session's GET stream.
+          enableJsonResponse: true,
           onsessioninitialized: (id) => {
             sessions.add({ id, endpointId: endpoint.id, transport, server, subscriptions: new Set() });
           },

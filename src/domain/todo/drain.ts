@@ -144,12 +144,14 @@ export function createDrain(deps: DrainDeps) {
       },
     ): Promise<Moved | null> {
       let cursor: { readonly createdAt: Date; readonly id: string } | undefined;
-      for (;;) {
+      // The first page is small (the usual case: the oldest is free); past it the read model is
+      // lagging behind claims, so read further ahead per query.
+      for (let limit = 32; ; limit = 256) {
         const page = await pendingCandidates(deps.db, {
           endpointId: caller.endpointId,
           queues: command.queues,
           after: cursor,
-          limit: 32,
+          limit,
         });
         for (const candidate of page) {
           cursor = candidate;
@@ -186,7 +188,7 @@ export function createDrain(deps: DrainDeps) {
             remember(candidate.id); // another agent won this one: on to the next
           }
         }
-        if (page.length < 32) return null;
+        if (page.length < limit) return null;
       }
     },
 

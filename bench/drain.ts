@@ -1,0 +1,233 @@
+/**
+ * Drain benchmark (issue 6, point 7): 8 agents drain 10,000 todos over MCP (the SDK's real client
+ * over Streamable HTTP against a listening server), each looping claim_next then complete until
+ * the queue is empty. Prints todos per second, claim_next and complete latency (p50/p99), and
+ * the doorbell latency (a push until the subscribed agent hears notifications/resources/updated).
+ * Checks that every todo was claimed exactly once. Run: `npm run bench:drain`. See bench/README.md.
+ *
+ *   --todos N       todos to drain (default 10000)
+ *   --agents N      agents draining at once (default 8)
+ *   --rings N       doorbell samples (default 200)
+ *   --mode M        server (PostgreSQL, default) | embedded (PGlite in memory)
+ *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import pg from 'pg';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { vendEndpoint } from '../src/domain/endpoint/vend.ts';
+import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
+import { pushTodo } from '../src/domain/todo/push.ts';
+import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
+import { createRuntime } from '../src/runtime.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    todos: { type: 'string', default: '10000' },
+    agents: { type: 'string', default: '8' },
+    rings: { type: 'string', default: '200' },
+    mode: { type: 'string', default: 'server' },
+  },
+});
+const TODOS = Number(args.todos);
+const AGENTS = Number(args.agents);
+const RINGS = Number(args.rings);
+const adminUrl = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const percentile = (xs: number[], p: number) =>
+  xs.length === 0
+    ? Number.NaN
+    : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function adminQuery(sql: string) {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+async function connect(url: string, token: string, onRing?: (uri: string) => void) {
+  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  if (onRing) client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => onRing(n.params.uri));
+  await client.connect(transport);
+  const call = async (name: string, a: Record<string, unknown>) => {
+    const r = (await client.callTool({ name, arguments: a })) as CallToolResult;
+    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
+    return r.structuredContent as Record<string, unknown>;
+  };
+  return { client, transport, call };
+}
+
+async function main() {
+  const embedded = args.mode === 'embedded';
+  const dbName = `hookline_bench_drain_${Date.now().toString(36)}`;
+  let databaseUrl: string | undefined;
+  if (!embedded) {
+    await adminQuery(`create database "${dbName}"`);
+    const u = new URL(adminUrl);
+    u.pathname = `/${dbName}`;
+    databaseUrl = u.toString();
+  }
+  const port = await freePort();
+  const config = loadConfig(
+    {
+      HOOKLINE_HOST: '127.0.0.1',
+      HOOKLINE_PORT: String(port),
+      HOOKLINE_LOG_LEVEL: 'warn',
+      HOOKLINE_SECRET_KEY: randomBytes(32).toString('base64url'),
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    },
+    'bench',
+  );
+  const runtime = await createRuntime(config, { inMemory: true });
+  const app = await buildApp(runtime, { requestLogging: false });
+  await app.listen({ host: '127.0.0.1', port });
+  const { store, clock } = runtime;
+  const recorder = createDeliveryRecorder({ store, clock });
+  const agents: Awaited<ReturnType<typeof connect>>[] = [];
+  try {
+    const ep = await vendEndpoint(
+      { store, clock, checkReplayTarget: async () => {} },
+      {
+        operator: 'bench',
+        human: 'bench',
+        name: 'drain bench',
+        queue: 'inbox',
+        verbs: [...ALL_VERBS],
+        expiresAt: null,
+        replayTargets: [],
+      },
+    );
+    const url = `${config.baseUrl}/mcp/${ep.slug}`;
+    const push = (i: number) =>
+      pushTodo(
+        { store, clock, recorder },
+        {
+          ref: ep.slug,
+          operator: 'bench',
+          human: 'bench',
+          title: `job ${i}`,
+          queue: undefined,
+          kind: 'bench',
+          payload: { i },
+          key: null,
+          sourceIp: null,
+          headers: {},
+        },
+      );
+
+    // Seed: 32 pushes in flight (each a delivery, a todo and a ring), then let the read models catch up.
+    let seeded = 0;
+    const seedStart = performance.now();
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (seeded < TODOS) await push(seeded++);
+      }),
+    );
+    await runtime.projections.waitFor(await store.headPosition(), { timeoutMs: 600_000 });
+    const seedS = (performance.now() - seedStart) / 1000;
+
+    for (let i = 0; i < AGENTS; i++) agents.push(await connect(url, ep.token));
+    const claimLat: number[] = [];
+    const completeLat: number[] = [];
+    const claimedIds: string[] = [];
+    const drainStart = performance.now();
+    await Promise.all(
+      agents.map(async (agent) => {
+        for (;;) {
+          let t = performance.now();
+          const next = await agent.call('claim_next', {});
+          claimLat.push(performance.now() - t);
+          const todo = next.todo as { id: string } | null;
+          if (!todo) return;
+          claimedIds.push(todo.id);
+          t = performance.now();
+          await agent.call('complete', { todo_id: todo.id, lease_id: next.lease_id });
+          completeLat.push(performance.now() - t);
+        }
+      }),
+    );
+    const drainS = (performance.now() - drainStart) / 1000;
+    const unique = new Set(claimedIds).size;
+
+    // Doorbell: one subscribed agent; a push at a time, timed from the call until the notification.
+    let heard: ((at: number) => void) | undefined;
+    const listener = await connect(url, ep.token, () => heard?.(performance.now()));
+    agents.push(listener);
+    await listener.client.subscribeResource({ uri: 'hookline://queues/inbox' });
+    const ringLat: number[] = [];
+    for (let i = 0; i < RINGS; i++) {
+      const rung = new Promise<number>((resolve) => {
+        heard = resolve;
+      });
+      const t = performance.now();
+      await push(TODOS + i);
+      ringLat.push((await rung) - t);
+      heard = undefined;
+    }
+
+    await runtime.projections.waitFor(await store.headPosition(), { timeoutMs: 600_000 });
+    const states = await runtime.db
+      .selectFrom('todos')
+      .select((eb) => ['state', eb.fn.countAll<string>().as('n')])
+      .where('endpoint_id', '=', ep.endpointId)
+      .groupBy('state')
+      .execute();
+
+    console.log(
+      `\nbench:drain (${embedded ? 'embedded, PGlite in memory' : 'server, PostgreSQL'}; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')})`,
+    );
+    console.table({
+      todos: TODOS,
+      agents: AGENTS,
+      'seed (push) s': Number(seedS.toFixed(1)),
+      'drain s': Number(drainS.toFixed(1)),
+      'todos/s': Number((TODOS / drainS).toFixed(0)),
+      'claim_next p50': ms(percentile(claimLat, 0.5)),
+      'claim_next p99': ms(percentile(claimLat, 0.99)),
+      'complete p50': ms(percentile(completeLat, 0.5)),
+      'complete p99': ms(percentile(completeLat, 0.99)),
+      'doorbell p50': ms(percentile(ringLat, 0.5)),
+      'doorbell p99': ms(percentile(ringLat, 0.99)),
+      'claimed / unique': `${claimedIds.length} / ${unique}`,
+      'read model': states.map((s) => `${s.state}=${s.n}`).join(' '),
+    });
+    if (claimedIds.length !== TODOS || unique !== TODOS) {
+      console.error(`FAILED: ${claimedIds.length} claims, ${unique} unique, expected ${TODOS}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const a of agents) await a.client.close().catch(() => {});
+    await app.close();
+    await runtime.close();
+    if (!embedded) await adminQuery(`drop database if exists "${dbName}" with (force)`);
+  }
+}
+
+await main();
