@@ -5,6 +5,7 @@ import { HooklineError } from '../src/errors.ts';
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import type { Logger } from '../src/logger.ts';
 import { readCheckpoint, readCheckpoints } from './checkpoints.ts';
+import { createLiveFeed } from './feed.ts';
 import { createLogCounter, type LogBacklog, type LogCounter, lagSeconds } from './lag.ts';
 import { createLockSession, type LockSession, lockHeldAnywhere, writerLockKey } from './lock.ts';
 import { positionOrder, type RebuildDeps, rebuildProjection } from './rebuild.ts';
@@ -69,6 +70,9 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
     retryMaxMs: o.retryMaxMs ?? 5000,
     standbyRetryMs: o.standbyRetryMs ?? 2000,
     lostLockCooldownMs: o.lostLockCooldownMs ?? 2 * (o.standbyRetryMs ?? 2000) + 1000,
+    // PGlite: one process, read-your-writes uses the in-memory position, and every transaction
+    // takes the single connection from ingestion. PostgreSQL: other processes poll the row.
+    checkpointEveryMs: o.checkpointEveryMs ?? (sql.kind === 'pglite' ? 1000 : 100),
   };
   const lagCap = o.lagCap ?? 1_000_000;
   const waitTimeoutMs = o.waitTimeoutMs ?? 5000;
@@ -89,6 +93,7 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
     batchSize: o.rebuildBatchSize ?? (sql.kind === 'postgres' ? 2000 : 500),
   };
 
+  const feed = createLiveFeed(store, cmp);
   const workers = new Map<string, Worker>();
   const rebuilding = new Set<string>();
   const stopCtl = new AbortController();
@@ -136,6 +141,7 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
       log,
       options: workerOptions,
       locks,
+      feed,
       onApplied: notify,
       autoRebuild: async (signal) => {
         // An operator's rebuild already under way does the same job: wait for it.
@@ -201,7 +207,11 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
       return Promise.all(
         deps.projections.map(async (p): Promise<ProjectionStatus> => {
           const cp = checkpoints.get(p.name);
-          const position = cp?.position ?? START;
+          // This process's writer may be ahead of its row over events the projection ignores.
+          const w = workers.get(p.name);
+          const local = w?.state === 'active' && w.liveVersion === p.version ? w.position : undefined;
+          const stored = cp?.position ?? START;
+          const position = local !== undefined && cmp(local, stored) > 0 ? local : stored;
           const backlog = await backlogAt(position);
           return {
             name: p.name,

@@ -5,6 +5,7 @@ import type { SqlDatabase } from '../src/db/open.ts';
 import type { EventStore, Position, RecordedEvent } from '../src/eventstore/port.ts';
 import type { Logger } from '../src/logger.ts';
 import { advanceCheckpoint, CheckpointMovedError, insertCheckpoint, readCheckpoint } from './checkpoints.ts';
+import { FeedAheadError, type LiveFeed } from './feed.ts';
 import { type LockSession, writerLockKey } from './lock.ts';
 import { LIVE_SCHEMA, readBatch } from './rebuild.ts';
 import type { Projection, ProjectionStatus } from './types.ts';
@@ -22,6 +23,8 @@ export interface WorkerOptions {
   readonly standbyRetryMs: number;
   /** After losing its lock connection a writer waits this long, so a healthy standby takes over first. */
   readonly lostLockCooldownMs: number;
+  /** How often the checkpoint moves over events the projection ignores (see applyBatch). */
+  readonly checkpointEveryMs: number;
 }
 
 export interface WorkerDeps {
@@ -32,6 +35,8 @@ export interface WorkerDeps {
   readonly options: WorkerOptions;
   /** PostgreSQL only; embedded mode is one process with one writer and no locks. */
   readonly locks: LockSession | undefined;
+  /** The runner's shared live subscription. */
+  readonly feed: LiveFeed;
   /** The live tables were built by an older version: rebuild them (the runner registers it as rebuilding). */
   autoRebuild(signal: AbortSignal): Promise<void>;
   /** Told after every committed batch (read-your-writes waiters). */
@@ -66,6 +71,9 @@ export function createWorker(deps: WorkerDeps): Worker {
 
   let state: ProjectionStatus['state'] = 'stopped';
   let position: Position | undefined;
+  /** The checkpoint row as this writer last wrote or read it (behind `position` while ignored events are pending). */
+  let written: Position | undefined;
+  let lastWrite = 0;
   let liveVersion: number | undefined;
   let updatedAt: Date | undefined;
   const stopCtl = new AbortController();
@@ -78,11 +86,13 @@ export function createWorker(deps: WorkerDeps): Worker {
     markReady = resolve;
   });
 
-  /** CAS first (row lock, serialising writers), then the rows; one transaction. Never skips a batch. */
-  async function applyBatch(batch: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
-    const fromPos = position!;
-    const to = batch[batch.length - 1]!.position;
-    const handled = projection.handles ? batch.filter((e) => projection.handles!(e)) : batch;
+  /**
+   * Moves the checkpoint from what is written to `to` (compare-and-set first: its row lock
+   * serialises writers) and applies `handled` in the same transaction. Retries the same batch on
+   * failure, never skips it.
+   */
+  async function commit(to: Position, handled: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
+    const fromPos = written!;
     let delay = options.retryMinMs;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw abortError();
@@ -91,19 +101,54 @@ export function createWorker(deps: WorkerDeps): Worker {
           await advanceCheckpoint(trx, { name, version: projection.version, from: fromPos, to });
           if (handled.length > 0) await projection.apply(trx.withSchema(LIVE_SCHEMA), handled);
         });
-        position = to;
+        position = written = to;
         updatedAt = new Date();
+        lastWrite = Date.now();
         deps.onApplied();
         return;
       } catch (err) {
         if (err instanceof CheckpointMovedError) throw err;
         log.error(
-          { err, from: fromPos, to, events: batch.length, attempt },
+          { err, from: fromPos, to, events: handled.length, attempt },
           'projection batch failed; retrying it',
         );
         await sleep(delay, undefined, { signal });
         delay = Math.min(delay * 2, options.retryMaxMs);
       }
+    }
+  }
+
+  /**
+   * A batch the projection ignores changes no row, so its checkpoint is written lazily (at most
+   * every `checkpointEveryMs`): on PGlite's one connection a transaction per batch for every
+   * projection would crowd out ingestion. Until then this process's position runs ahead of the
+   * row; after a crash the ignored events are read again, which changes nothing.
+   */
+  async function applyBatch(batch: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
+    const to = batch[batch.length - 1]!.position;
+    const handled = projection.handles ? batch.filter((e) => projection.handles!(e)) : batch;
+    if (handled.length > 0) return commit(to, handled, signal);
+    position = to;
+    deps.onApplied();
+    await flushIfDue(signal);
+  }
+
+  async function flushIfDue(signal: AbortSignal): Promise<void> {
+    if (position === written || signal.aborted) return;
+    if (Date.now() - lastWrite >= options.checkpointEveryMs) await commit(position!, [], signal);
+  }
+
+  /** On leaving the writer's seat (stop, pause): one attempt to write a lazily kept checkpoint. */
+  async function flushOnce(): Promise<void> {
+    if (position === undefined || written === undefined || position === written) return;
+    const to = position;
+    try {
+      await db
+        .transaction()
+        .execute((trx) => advanceCheckpoint(trx, { name, version: projection.version, from: written!, to }));
+      written = to;
+    } catch (err) {
+      log.debug({ err }, 'could not write the pending checkpoint; the ignored events will be read again');
     }
   }
 
@@ -124,13 +169,16 @@ export function createWorker(deps: WorkerDeps): Worker {
    * stopped, or when the writer falls `maxBuffered` events behind (the caller catches up by
    * reading); rejects on a moved checkpoint or a failed subscription.
    */
-  function live(signal: AbortSignal): Promise<'aborted' | 'overflow' | 'completed'> {
+  function live(
+    signal: AbortSignal,
+    shared: boolean,
+  ): Promise<'aborted' | 'overflow' | 'completed' | 'behind'> {
     return new Promise((resolve, reject) => {
       const sub = new Subscription();
       let buffered = 0;
       let inflight: Promise<void> = Promise.resolve();
       let settled = false;
-      const settle = (outcome: 'aborted' | 'overflow' | 'completed' | { error: unknown }) => {
+      const settle = (outcome: 'aborted' | 'overflow' | 'completed' | 'behind' | { error: unknown }) => {
         if (settled) return;
         settled = true;
         sub.unsubscribe();
@@ -146,23 +194,27 @@ export function createWorker(deps: WorkerDeps): Worker {
       const onAbort = () => settle('aborted');
       signal.addEventListener('abort', onAbort);
       sub.add(
-        store
-          .subscribeAll({ after: position! })
+        (shared ? deps.feed.follow(position!) : store.subscribeAll({ after: position! }))
           .pipe(
             tap(() => {
               if (++buffered > options.maxBuffered) settle('overflow');
             }),
             bufferTime(options.batchMs, null, options.batchSize),
-            filter((batch) => batch.length > 0),
+            // An empty buffer is an idle tick: the time to write a lazily kept checkpoint.
+            filter((batch) => batch.length > 0 || position !== written),
             concatMap((batch) => {
-              inflight = applyBatch(batch, signal).finally(() => {
-                buffered -= batch.length;
-              });
+              inflight =
+                batch.length === 0
+                  ? flushIfDue(signal)
+                  : applyBatch(batch, signal).finally(() => {
+                      buffered -= batch.length;
+                    });
               return from(inflight);
             }),
           )
           .subscribe({
-            error: (error: unknown) => settle(isAbort(error) ? 'aborted' : { error }),
+            error: (error: unknown) =>
+              settle(isAbort(error) ? 'aborted' : error instanceof FeedAheadError ? 'behind' : { error }),
             complete: () => settle('completed'),
           }),
       );
@@ -185,6 +237,7 @@ export function createWorker(deps: WorkerDeps): Worker {
   /** The writer's life while it may write: returns when its session is aborted, or 'incompatible'. */
   async function active(signal: AbortSignal): Promise<'aborted' | 'incompatible'> {
     let delay = options.retryMinMs;
+    let behind = 0;
     while (!signal.aborted) {
       try {
         const cp = await readCheckpoint(db, name);
@@ -193,7 +246,7 @@ export function createWorker(deps: WorkerDeps): Worker {
           continue;
         }
         liveVersion = cp.version;
-        position = cp.position;
+        position = written = cp.position;
         updatedAt = cp.updatedAt;
         if (cp.version > projection.version) {
           state = 'stopped';
@@ -215,7 +268,10 @@ export function createWorker(deps: WorkerDeps): Worker {
         markReady();
         deps.onApplied();
         await catchUp(signal);
-        const outcome = await live(signal);
+        // Behind the shared feed (it moved on while we read): read again and rejoin; after a few
+        // tries under a busy log, follow with a subscription of our own this time.
+        const outcome = await live(signal, behind < 3);
+        behind = outcome === 'behind' ? behind + 1 : 0;
         if (outcome === 'completed') await sleep(options.retryMaxMs, undefined, { signal });
         delay = options.retryMinMs;
       } catch (err) {
@@ -272,6 +328,7 @@ export function createWorker(deps: WorkerDeps): Worker {
         session = undefined;
         inActive = undefined;
       }
+      if (outcome === 'aborted' && !lost) await flushOnce();
       if (outcome === 'incompatible') {
         // Leave the lock to a process that runs the newer version.
         await locks?.unlock(lockKey);

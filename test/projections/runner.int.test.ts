@@ -155,6 +155,68 @@ function suite(kind: 'pglite' | 'postgres') {
     expect(await appliedRows(h, 'flaky_applied')).toEqual({ n: total, distinct: total });
   });
 
+  it('follows one shared feed; a writer that falls behind reads, rejoins and applies everything once', async () => {
+    const quick = trackingProjection('a', { name: 'quick' });
+    const slow = trackingProjection('a', { name: 'laggard', delayMs: 15 });
+    const runner = createProjectionRunner({
+      sql: h.sql,
+      store: h.store,
+      logger: testLogger,
+      projections: [quick, slow],
+      options: { ...fast, batchSize: 10, maxBuffered: 20 },
+    });
+    await runner.start();
+    try {
+      await runner.waitFor(await h.store.headPosition(), { timeoutMs: 30_000 });
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => h.store.append(`feed-${i % 9}`, [jsonEvent('Tested', { i })])),
+      );
+      const newest = results
+        .map((r) => r.position)
+        .sort(h.store.comparePositions)
+        .at(-1)!;
+      await runner.waitFor(newest, { timeoutMs: 60_000 });
+      expect((await appliedRows(h, 'laggard_applied')).n).toBeGreaterThan(0);
+    } finally {
+      await runner.stop();
+    }
+    for (const name of ['quick', 'laggard']) {
+      const checkpoint = (await readCheckpoint(h.sql.db, name))!;
+      let total = 0;
+      for await (const e of h.store.readAll())
+        if (h.store.comparePositions(e.position, checkpoint.position) <= 0) total++;
+      expect(await appliedRows(h, `${name}_applied`), name).toEqual({ n: total, distinct: total });
+    }
+  });
+
+  it('moves the checkpoint of a projection that ignores the events lazily, and writes it on stop', async () => {
+    const ignoring = { ...trackingProjection('a', { name: 'ignoring' }), handles: () => false };
+    const runner = createProjectionRunner({
+      sql: h.sql,
+      store: h.store,
+      logger: testLogger,
+      projections: [ignoring],
+      options: { ...fast, checkpointEveryMs: 60_000 },
+    });
+    await runner.start();
+    let last = '';
+    try {
+      await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+      last = await appendMany(h, 5, 'ignored');
+      await runner.waitFor(last, { timeoutMs: 20_000 });
+      const [status] = await runner.status();
+      expect(status).toMatchObject({ position: last, lagEvents: 0 });
+      // The row lags behind this process's position until the interval or the stop.
+      expect(
+        h.store.comparePositions((await readCheckpoint(h.sql.db, 'ignoring'))!.position, last),
+      ).toBeLessThan(0);
+    } finally {
+      await runner.stop();
+    }
+    expect((await readCheckpoint(h.sql.db, 'ignoring'))!.position).toBe(last);
+    expect((await appliedRows(h, 'ignoring_applied')).n).toBe(0);
+  });
+
   it('moves a checkpoint only compare-and-set: a stale writer cannot move it, and its rows roll back', async () => {
     const projection = trackingProjection('a', { name: 'cas' });
     const runner = createProjectionRunner({
