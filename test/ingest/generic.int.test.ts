@@ -167,11 +167,12 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
     expect(html.headers['content-type']).toMatch(/^text\/html/);
     expect(html.body).toContain('generic:ci');
     expect(html.body).toContain('hx-post="/providers/generic%3Aci/enabled"');
-    for (const headers of [
+    const crossSite: Record<string, string>[] = [
       { 'sec-fetch-site': 'cross-site' },
       { origin: 'https://evil.example' },
       { 'sec-fetch-site': 'same-site' },
-    ]) {
+    ];
+    for (const headers of crossSite) {
       const res = await h.app.inject({
         method: 'POST',
         url: '/providers',
