@@ -40,7 +40,8 @@ async function page(db: AnyDb, where: RawBuilder<unknown>, order: RawBuilder<unk
   return rows;
 }
 
-const allOrder = sql`transaction_id, global_position`;
+// Qualified: the selected `revision`/`tx` aliases are text, and an ORDER BY name prefers an alias.
+const allOrder = sql`es_events.transaction_id, es_events.global_position`;
 
 /** Events of `$all` strictly after `after`, visible to every reader. */
 export function readAllPage(
@@ -67,14 +68,14 @@ export function readStreamPage(
     return page(
       db,
       sql`stream_id = ${streamId} and revision >= ${start.toString()}::bigint`,
-      sql`revision`,
+      sql`es_events.revision`,
       limits,
     );
   }
   return page(
     db,
     sql`stream_id = ${streamId} and revision <= ${from.toString()}::bigint and revision >= ${lowest.toString()}::bigint`,
-    sql`revision desc`,
+    sql`es_events.revision desc`,
     limits,
   );
 }
