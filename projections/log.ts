@@ -11,6 +11,7 @@ import {
 import { parseProviderName } from '../src/domain/provider/names.ts';
 import { HooklineError } from '../src/errors.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
+import { DELIVERY_DISPOSED, type DeliveryDisposedData } from '../src/routing/dispositions.ts'; // RULES (issue 7)
 import type { Projection } from './types.ts';
 
 /** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
@@ -102,7 +103,8 @@ export const logProjection: Projection = {
       await db.schema.createIndex(name).ifNotExists().on('log_events').columns(columns).execute();
     }
   },
-  handles: (e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED,
+  handles: (e) =>
+    (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) || e.type === DELIVERY_DISPOSED, // RULES (issue 7)
   async apply(db, events) {
     const rows = events
       .filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED)
@@ -112,6 +114,16 @@ export const logProjection: Projection = {
         .insertInto('log_events')
         .values(rows.slice(i, i + INSERT_CHUNK))
         .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+    }
+    // RULES (issue 7): a disposition always follows its delivery in $all, so after the inserts.
+    for (const e of events) {
+      if (e.type !== DELIVERY_DISPOSED || !e.streamId.startsWith('dispositions-')) continue;
+      const d = JSON.parse(decoder.decode(e.data)) as DeliveryDisposedData;
+      await db
+        .updateTable('log_events')
+        .set({ disposition: d.disposition })
+        .where('id', '=', d.event_id)
         .execute();
     }
   },

@@ -1,6 +1,7 @@
 import { allProjections } from '../projections/index.ts';
 import { createProjectionRunner } from '../projections/runner.ts';
 import type { ProjectionRunner } from '../projections/types.ts';
+import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; // RULES (issue 7)
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
@@ -10,6 +11,8 @@ import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
 import { createHealthRegistry, type HealthRegistry } from './health.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { createReplayClient, type ReplayClient, type ReplayClientOptions } from './replay/index.ts'; // RULES (issue 7)
+import { createLazyRuleEngine } from './routing/engine.ts'; // RULES (issue 7)
 
 /**
  * Everything a running hookline holds, built once and passed explicitly (style.md §3). Tests build
@@ -24,6 +27,10 @@ export interface Runtime {
   readonly store: EventStore;
   readonly projections: ProjectionRunner;
   readonly health: HealthRegistry;
+  /** RULES (issue 7): the one rule sandbox of this process (started on first use, closed with it). */
+  readonly rules: RuleEngine;
+  /** RULES (issue 7): outbound replay through the SSRF guard. */
+  readonly replay: ReplayClient;
   /** Registers work to stop on close, in reverse order of registration (consumers, timers). */
   onClose(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -36,6 +43,10 @@ export interface RuntimeOptions {
   readonly inMemory?: boolean;
   /** Start the projection workers (default true). */
   readonly startProjections?: boolean;
+  /** RULES (issue 7): rule engine limits (tests: a sandbox that cannot start). */
+  readonly ruleEngine?: RuleEngineOptions;
+  /** RULES (issue 7), tests only: address classification and CA for a test's own HTTPS server. */
+  readonly replay?: ReplayClientOptions;
 }
 
 async function openSql(config: Config, options: RuntimeOptions): Promise<SqlDatabase> {
@@ -65,6 +76,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const projections = createProjectionRunner({ sql, store, logger, projections: allProjections });
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;
+    const rules = createLazyRuleEngine({ logger, ...options.ruleEngine }); // RULES (issue 7)
+    const replay = createReplayClient(options.replay); // RULES (issue 7)
+    closeHooks.push(
+      () => rules.close(),
+      () => replay.close(),
+    ); // RULES (issue 7): closed last
     const runtime: Runtime = {
       config,
       logger,
@@ -74,6 +91,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       store,
       projections,
       health: createHealthRegistry(),
+      rules,
+      replay,
       onClose: (hook) => {
         closeHooks.push(hook);
       },

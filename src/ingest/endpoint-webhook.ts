@@ -9,6 +9,7 @@ import type { IngestAck } from '../domain/delivery/metadata.ts';
 import { loadAggregate } from '../domain/endpoint/aggregate.ts';
 import { ringDoorbell } from '../domain/endpoint/doorbell.ts';
 import { newId } from '../domain/endpoint/ids.ts';
+import { QUARANTINE } from '../domain/endpoint/queue.ts'; // RULES (issue 7)
 import { loadEndpoint } from '../domain/endpoint/resolve.ts';
 import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
 import { decideCreateTodo } from '../domain/todo/decide.ts';
@@ -23,6 +24,7 @@ import { isWebhookEventType, type WebhookEvent } from '../domain/webhook/events.
 import { HooklineError } from '../errors.ts';
 import { jsonEvent } from '../eventstore/codec.ts';
 import type { EventStore } from '../eventstore/port.ts';
+import type { WebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
 import { checkBody, type ParsedBody } from './body.ts';
 import { checkStandardWebhook, loadWebhookSigning, type WebhookSigning } from './endpoint-webhook-signing.ts';
 import { extractIdentity } from './extract.ts';
@@ -38,6 +40,8 @@ export interface EndpointWebhookDeps {
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
   /** Opens a sealed signing secret (the MCP secret box). */
   readonly openSecret: (sealed: string, webhookId: string) => string;
+  /** RULES (issue 7): rules and routes decide the queue (src/routing); absent: the webhook's queue. */
+  readonly router?: WebhookRouter;
 }
 
 export interface WebhookTarget {
@@ -116,8 +120,26 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
 
     const provider = `webhook:${webhook.id}`;
     const todoId = newId('td');
-    const queue = webhook.queue;
+    // RULES (issue 7): decided before recording, so a sandbox that cannot run is a 503 with nothing stored.
+    const receivedAt = clock.now();
+    const headers = sanitizeHeaders(request.headers, [request.token]);
+    const plan = deps.router
+      ? await deps.router.plan({
+          webhookId: webhook.id,
+          endpoint,
+          view: {
+            provider,
+            event_type: identity.event_type,
+            content_type: contentType ?? null,
+            headers,
+            received_at: receivedAt.toISOString(),
+          },
+          body: request.body,
+        })
+      : null;
+    const queue = plan ? plan.queue : webhook.queue;
     const recorded = await deps.recorder.record({
+      received_at: receivedAt, // RULES (issue 7)
       payload: request.body,
       provider,
       family: 'webhook',
@@ -128,18 +150,23 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       external_id: identity.external_id,
       content_type: contentType ?? null,
       source_ip: resolveSourceIp(request.remoteAddress, request.headers['x-forwarded-for'], trusted),
-      headers: sanitizeHeaders(request.headers, [request.token]),
+      headers, // RULES (issue 7): sanitized above
       route: {
         endpoint_id: endpoint.id,
         slug: endpoint.slug,
         queue,
-        todo_id: todoId,
+        todo_id: queue === null ? null : todoId, // RULES (issue 7): null when a rule dropped it
         kind: 'webhook',
         webhook_id: webhook.id,
       },
     });
     // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung.
     if (recorded.duplicate) return { ack: recorded.ack, todoId: null, duplicate: true };
+    // RULES (issue 7): dropped by a rule: recorded with its disposition, no todo.
+    if (queue === null) {
+      if (plan) await deps.router?.recordDisposition(plan, { eventId: recorded.ack.id, todoId: null });
+      return { ack: recorded.ack, todoId: null, duplicate: false };
+    }
 
     const title = `${webhook.name}: ${identity.event_type ?? 'delivery'} (event ${recorded.ack.id})`
       .replace(CONTROL, ' ')
@@ -165,10 +192,14 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       events.map((e) => jsonEvent(e.type, e.data)),
       { expectedRevision: 'no_stream' },
     );
-    await ringDoorbell(
-      { store, clock },
-      { endpointId: endpoint.id, queue, todoId, eventId: recorded.ack.id },
-    );
+    // RULES (issue 7): a delivery held in quarantine rings no doorbell (spec 3).
+    if (queue !== QUARANTINE) {
+      await ringDoorbell(
+        { store, clock },
+        { endpointId: endpoint.id, queue, todoId, eventId: recorded.ack.id },
+      );
+    }
+    if (plan) await deps.router?.recordDisposition(plan, { eventId: recorded.ack.id, todoId }); // RULES (issue 7)
     return { ack: recorded.ack, todoId, duplicate: false };
   }
 

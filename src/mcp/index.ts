@@ -5,6 +5,7 @@ import { createEndpointWebhookRoutes } from '../http/endpoint-webhooks.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
 import { createEndpointWebhookReceiver } from '../ingest/endpoint-webhook.ts';
 import type { DeliveryRecorder } from '../ingest/recorder.ts';
+import { createWebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
 import type { Runtime } from '../runtime.ts';
 import { createEndpointAuth } from './auth.ts';
 import { startDoorbell } from './doorbell.ts';
@@ -29,7 +30,10 @@ export interface McpOptions {
  * endpoint-owned webhooks that feed the queues. Stopped with the runtime.
  */
 export function createMcp(
-  runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'onClose'>,
+  runtime: Pick<
+    Runtime,
+    'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'onClose' | 'rules' | 'replay' // RULES (issue 7)
+  >,
   live: { readonly doorbells$: Observable<RecordedEvent> },
   recorder: Pick<DeliveryRecorder, 'record'>,
   options: McpOptions = {},
@@ -75,6 +79,7 @@ export function createMcp(
       db,
       recorder,
       openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
+      router: createWebhookRouter({ store, clock, engine: runtime.rules }), // RULES (issue 7)
     }),
   });
   return { services, sessions, drain, expiry, routes, webhookRoutes };

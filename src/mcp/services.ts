@@ -4,7 +4,10 @@ import type { SecretBox } from './secret-box.ts';
 
 /** What the tools reach (explicit, built once per process in src/mcp/index.ts). */
 export interface McpServices {
-  readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
+  readonly runtime: Pick<
+    Runtime,
+    'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'rules' | 'replay' // RULES (issue 7)
+  >;
   readonly drain: Drain;
   readonly secretBox: SecretBox;
 }
