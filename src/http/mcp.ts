@@ -24,7 +24,11 @@ export interface McpRoutesDeps {
   }) => string | undefined;
   readonly sessions: SessionRegistry;
   readonly newServer: () => Server;
+  /** A session with no open stream and no request for this long is closed (default 30 min). */
+  readonly idleSessionMs?: number;
 }
+
+const IDLE_SESSION_MS = 30 * 60_000;
 
 /**
  * `{base_url}/mcp/<slug>` over Streamable HTTP (POST, GET for the notification stream, DELETE to
@@ -104,6 +108,14 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
           if (!session || session.endpointId !== endpoint.id) {
             return jsonRpcError(reply, 404, -32001, 'Session not found');
           }
+          session.lastSeen = Date.now();
+          if (request.method === 'GET') {
+            session.openStreams++;
+            reply.raw.once('close', () => {
+              session.openStreams--;
+              session.lastSeen = Date.now();
+            });
+          }
           return serve(request, reply, session.transport);
         }
         if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
@@ -116,7 +128,15 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
           // A tool call is answered as plain JSON; notifications go out on the session's GET stream.
           enableJsonResponse: true,
           onsessioninitialized: (id) => {
-            sessions.add({ id, endpointId: endpoint.id, transport, server, subscriptions: new Set() });
+            sessions.add({
+              id,
+              endpointId: endpoint.id,
+              transport,
+              server,
+              subscriptions: new Set(),
+              lastSeen: Date.now(),
+              openStreams: 0,
+            });
           },
           onsessionclosed: (id) => sessions.remove(id),
         });
@@ -134,8 +154,15 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
     async (app) => {
       // Open notification streams would hold the server open: end every session before it closes.
       app.addHook('preClose', async () => {
+        clearInterval(reaper);
         await sessions.closeAll();
       });
+      const reaper = setInterval(() => {
+        void sessions.reapIdle(Date.now(), deps.idleSessionMs ?? IDLE_SESSION_MS).then((n) => {
+          if (n > 0) logger.info({ closed: n }, 'mcp: idle sessions closed');
+        });
+      }, 60_000);
+      reaper.unref();
       await app.register(routes);
     },
     { name: 'hookline-mcp', dependencies: ['hookline-errors'] },

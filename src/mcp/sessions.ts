@@ -9,6 +9,9 @@ export interface McpSession {
   readonly server: Server;
   /** Resource URIs the client subscribed to (the doorbell rings only these). */
   readonly subscriptions: Set<string>;
+  /** Last request (ms since epoch) and the GET streams open now: what the idle reaper looks at. */
+  lastSeen: number;
+  openStreams: number;
 }
 
 export interface SessionRegistry {
@@ -17,6 +20,11 @@ export interface SessionRegistry {
   remove(id: string): void;
   forEndpoint(endpointId: string): Iterable<McpSession>;
   size(): number;
+  /**
+   * Closes sessions with no open notification stream and no request for `idleMs`: a client that
+   * went away without DELETE leaves nothing behind. Returns how many were closed.
+   */
+  reapIdle(now: number, idleMs: number): Promise<number>;
   /** Closes every session (shutdown): their streams end, clients see the session gone. */
   closeAll(): Promise<void>;
 }
@@ -45,6 +53,12 @@ export function createSessionRegistry(): SessionRegistry {
     },
     forEndpoint: (endpointId) => byEndpoint.get(endpointId) ?? [],
     size: () => byId.size,
+    async reapIdle(now, idleMs) {
+      const idle = [...byId.values()].filter((s) => s.openStreams === 0 && now - s.lastSeen > idleMs);
+      for (const s of idle) this.remove(s.id);
+      await Promise.allSettled(idle.map((s) => s.server.close()));
+      return idle.length;
+    },
     async closeAll() {
       const all = [...byId.values()];
       byId.clear();

@@ -53,8 +53,9 @@ describe('MCP transport: Streamable HTTP at /mcp/<slug>, endpoint bearer, rebind
   beforeAll(async () => {
     server = await startServer();
   });
+  let closed = false;
   afterAll(async () => {
-    await server?.close();
+    if (!closed) await server?.close();
   });
 
   it('initializes with serverInfo.version = the service version and lists exactly the vended verbs it implements', async () => {
@@ -194,5 +195,17 @@ describe('MCP transport: Streamable HTTP at /mcp/<slug>, endpoint bearer, rebind
     } finally {
       await agent.close();
     }
+  });
+
+  // Last: it closes the server.
+  it('shutdown ends every open session, notification streams included', async () => {
+    const ep = await vend(server);
+    const agent = await connectAgent(ep);
+    await agent.client.subscribeResource({ uri: 'hookline://queues/inbox' });
+    expect(await agent.ok('list_todos')).toMatchObject({ todos: [] });
+    closed = true;
+    await server.close(); // would hang on the open GET stream if sessions were not ended first
+    await expect(agent.client.listTools()).rejects.toThrow();
+    await agent.client.close();
   });
 });
