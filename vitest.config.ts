@@ -7,9 +7,15 @@ export default defineConfig({
     hookTimeout: 120_000,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.unit.test.ts', 'rules-sandbox/**/*.unit.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/**/*.unit.test.ts', 'rules-sandbox/**/*.unit.test.ts'] },
+      },
       { extends: true, test: { name: 'int', include: ['test/**/*.int.test.ts'], pool: 'forks' } },
-      { extends: true, test: { name: 'e2e', include: ['test/**/*.e2e.test.ts'], pool: 'forks', fileParallelism: false } },
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/**/*.e2e.test.ts'], pool: 'forks', fileParallelism: false },
+      },
     ],
   },
 });

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
@@ -9,6 +9,7 @@ import { createProviderRoutes } from './http/providers-routes.ts';
 import { streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createWebhookRoutes } from './http/webhooks.ts';
+import { startBrokerConsumers } from './ingest/broker/index.ts';
 import { createIngestion } from './ingest/index.ts';
 import { createLive, livePlugin } from './live/index.ts';
 import { createMcp } from './mcp/index.ts';
@@ -28,7 +29,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const { config } = runtime;
   const app = Fastify({
     loggerInstance: runtime.logger as FastifyBaseLogger,
-    disableRequestLogging: options.requestLogging === false,
+    logController: new LogController({ disableRequestLogging: options.requestLogging === false }),
     // X-Forwarded-For is honoured only from the configured proxies (source_ip, forward auth).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
     bodyLimit: config.maxBodyBytes,
@@ -50,6 +51,14 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
   await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
+  // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
+  let broker: ReturnType<typeof startBrokerConsumers>;
+  app.addHook('onReady', async () => {
+    broker = startBrokerConsumers(runtime, ingestion.recorder, { providers: ingestion.directory });
+  });
+  app.addHook('onClose', async () => {
+    await broker?.stop();
+  });
   const live = createLive(runtime); // the one $all subscription: SSE clients and MCP doorbells
   await app.register(livePlugin(live));
   await app.register(

@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
+import { redactUrl } from './http/redact-url.ts';
 
 export type { Logger };
 
@@ -9,6 +10,15 @@ export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pin
     {
       level: config.logLevel,
       base: undefined,
+      serializers: {
+        // Ingest tokens ride in URLs (/webhooks/w/<token>, ?token=): never log them.
+        req: (req: { method?: string; url?: string; ip?: string; id?: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url === undefined ? undefined : redactUrl(req.url),
+          remoteAddress: req.ip,
+        }),
+      },
       // Credentials never reach a log line, whatever object they ride in on.
       redact: {
         paths: [

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { findDeliveryByUuid } from '../projections/log.ts';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
-import { startBrokerConsumers } from './ingest/broker/index.ts';
-import { createDeliveryRecorder } from './ingest/recorder.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
 
 export interface RunningServer {
@@ -32,15 +29,6 @@ export async function startServer(config: Config, options: StartServerOptions = 
     await release?.();
     throw err;
   }
-  // BROKER (issue 8): Redis Streams consumers; the lead may move this next to the ingestion wiring.
-  startBrokerConsumers(
-    runtime,
-    createDeliveryRecorder({
-      store: runtime.store,
-      clock: runtime.clock,
-      findInReadModel: (uuid) => findDeliveryByUuid(runtime.db, uuid),
-    }),
-  );
   const app = await buildApp(runtime);
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -58,7 +46,13 @@ export async function startServer(config: Config, options: StartServerOptions = 
     stopping ??= (async () => {
       // Fastify stops accepting, answers 503 to new requests on kept-alive sockets and waits for
       // in-flight requests (each of which awaits its own append) before onClose hooks run.
-      await app.close();
+      // A kept-alive socket whose request just finished would hold close() open: reap idle ones.
+      const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(reaper);
+      }
       await runtime.close();
       await release?.();
     })();

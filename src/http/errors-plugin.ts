@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { ZodError } from 'zod';
 import { HooklineError, type ProblemDocument } from '../errors.ts';
 import { EventTooLargeError, StoreUnavailableError, WrongExpectedVersionError } from '../eventstore/port.ts';
+import { redactUrl } from './redact-url.ts';
 
 /**
  * The one error handler: every error of every route becomes an RFC 9457 problem document.
@@ -69,7 +70,8 @@ export function sendProblem(
   error: HooklineError,
   request: FastifyRequest,
 ): FastifyReply {
-  const problem: ProblemDocument = error.toProblem(request.url.split('?')[0]);
+  // The instance never echoes a token back (`/webhooks/generic/<name>/<token>`).
+  const problem: ProblemDocument = error.toProblem(redactUrl(request.url.split('?')[0] ?? '/'));
   if (error.status === 401 && request.url.startsWith('/api/') && !reply.hasHeader('www-authenticate')) {
     reply.header('www-authenticate', 'Bearer');
   }
