@@ -29,6 +29,10 @@ export const errorCatalog = {
   unavailable: { status: 503, title: 'Service unavailable' },
   storage_unavailable: { status: 503, title: 'Storage unavailable' },
   sandbox_unavailable: { status: 503, title: 'Rule sandbox unavailable' },
+  // RULES (issue 7)
+  rules_rejected: { status: 422, title: 'Rules rejected by the save dry run' },
+  replay_target_required: { status: 400, title: 'Replay target required' },
+  replay_refused: { status: 400, title: 'Replay target refused' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;
