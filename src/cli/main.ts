@@ -5,6 +5,7 @@ import { registerEvents } from './commands/events.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerLogout } from './commands/logout.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerProjections } from './commands/projections.ts';
 import { registerProviders } from './commands/providers.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerTodos } from './commands/todos.ts';
@@ -22,10 +23,12 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version', 'print the hookline version')
     .addOption(
       new Option(
-        '--server <url>',
-        'base URL of the hookline server (default: HOOKLINE_BASE_URL or host:port)',
-      ).env('HOOKLINE_SERVER'),
+        '--url <url>',
+        'base URL of the hookline server (default: HOOKLINE_URL, else http://127.0.0.1:8080)',
+      ).env('HOOKLINE_URL'),
     )
+    // Kept for scripts written against the first name of the option.
+    .addOption(new Option('--server <url>').env('HOOKLINE_SERVER').hideHelp())
     .option('--json', 'machine-readable JSON output', false)
     .showHelpAfterError('(run hookline --help for usage)')
     .exitOverride();
@@ -33,6 +36,7 @@ export function buildProgram(): Command {
   // Command groups (one line each):
   registerServe(program);
   registerMigrate(program);
+  registerProjections(program);
   registerLogin(program);
   registerLogout(program);
   registerWhoami(program);

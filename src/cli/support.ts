@@ -4,7 +4,9 @@ import { packageVersion } from './package.ts';
 
 /** Global options of the `hookline` program (declared in main.ts); read with `globalOptions(cmd)`. */
 export interface GlobalOptions {
-  /** Base URL of the hookline server that client commands talk to. */
+  /** Base URL of the hookline server that client commands talk to (`--url` / HOOKLINE_URL). */
+  readonly url?: string;
+  /** The same, under its earlier name `--server` / HOOKLINE_SERVER. */
   readonly server?: string;
   /** Machine-readable output. */
   readonly json: boolean;
@@ -38,11 +40,12 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * The server a client command talks to: `--server`, else HOOKLINE_SERVER, else the base URL the
+ * The server a client command talks to: `--url` (HOOKLINE_URL) or `--server`, else the base URL the
  * server's own configuration gives on this machine (HOOKLINE_BASE_URL or host:port).
  */
 export function serverUrl(cmd: Command): string {
-  const explicit = globalOptions(cmd).server;
+  const { url, server } = globalOptions(cmd);
+  const explicit = url ?? server;
   if (explicit) return explicit.replace(/\/+$/, '');
   return loadCliConfig().baseUrl;
 }

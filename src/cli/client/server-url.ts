@@ -8,7 +8,12 @@ import { globalOptions, loadCliConfig } from '../support.ts';
  */
 export function clientServerUrl(cmd: Command, env: NodeJS.ProcessEnv = process.env): string {
   const opts = cmd.optsWithGlobals<{ url?: string }>();
-  const chosen = opts.url ?? globalOptions(cmd).server ?? env.HOOKLINE_URL ?? env.HOOKLINE_SERVER;
+  const chosen =
+    opts.url ??
+    globalOptions(cmd).url ??
+    globalOptions(cmd).server ??
+    env.HOOKLINE_URL ??
+    env.HOOKLINE_SERVER;
   const raw = chosen ?? loadCliConfig(env).baseUrl;
   let url: URL;
   try {
