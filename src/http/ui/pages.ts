@@ -10,7 +10,11 @@ export const renderProviderToggle = (
   provider: Pick<ProviderListing, 'name' | 'enabled'>,
 ): string => views.render('fragments/provider-toggle.njk', { provider });
 
-/** GET / (spec 4.3) and GET /providers (spec 4.7). */
+/** JSON only when asked for it and not for HTML: a browser's Accept lists text/html. */
+const wantsJson = (accept: string | undefined): boolean =>
+  Boolean(accept?.includes('application/json')) && !accept?.includes('text/html');
+
+/** GET / (spec 4.3) and GET /providers (spec 4.7; JSON with Accept: application/json). */
 export function registerPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/', async (_request, reply) => {
     const connection = deps.hub.connection();
@@ -37,8 +41,25 @@ export function registerPages(app: FastifyInstance, deps: UiDeps): void {
     );
   });
 
-  app.get('/providers', async (_request, reply) => {
+  app.get('/providers', async (request, reply) => {
     const providers = await deps.listProviders();
+    if (wantsJson(request.headers.accept)) {
+      // ProviderStatus of spec 2.4, for the CLI (`hookline providers list`) and scripts.
+      return reply.type('application/json; charset=utf-8').send(
+        providers.map((p) => ({
+          name: p.name,
+          kind: p.kind,
+          family: p.family,
+          trust_mode: p.trust_mode,
+          enabled: p.enabled,
+          secret_status: p.secret_status,
+          path: p.path,
+          channel: p.channel,
+          recent_count: p.recent_count,
+          last_event_at: p.last_event_at,
+        })),
+      );
+    }
     return sendHtml(
       reply,
       deps.views.render('pages/providers.njk', { ...layoutContext(deps, 'providers'), providers }),
