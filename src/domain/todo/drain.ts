@@ -66,6 +66,11 @@ export function createDrain(deps: DrainDeps) {
   const { store, clock } = deps;
   const maxAttempts = deps.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const claimedHere = new Map<string, number>();
+  /**
+   * Candidates an agent of this process is claiming right now: the others move past them instead
+   * of all racing for the same oldest todo (across processes the expected revision still decides).
+   */
+  const inFlight = new Set<string>();
 
   const remember = (todoId: string) => {
     const now = Date.now();
@@ -143,6 +148,41 @@ export function createDrain(deps: DrainDeps) {
         readonly leaseMs: number;
       },
     ): Promise<Moved | null> {
+      /** One candidate at the revision read; undefined when it is not (or no longer) to be had. */
+      const tryClaim = async (todoId: string): Promise<Moved | undefined> => {
+        const loaded = await loadTodo(store, todoId);
+        if (loaded.state.status !== 'pending') {
+          if (loaded.state.status === 'claimed') remember(todoId);
+          return undefined;
+        }
+        let events: DrainEvent[];
+        try {
+          events = decideClaim(
+            { todoId, leaseId: newLeaseId(), sessionId: command.sessionId, leaseMs: command.leaseMs },
+            caller,
+            loaded.state,
+            clock.now(),
+          );
+        } catch (err) {
+          if (err instanceof HooklineError) return undefined;
+          throw err;
+        }
+        try {
+          const appended = await store.append(
+            todoStream(todoId),
+            events.map((e) => jsonEvent(e.type, e.data)),
+            { expectedRevision: expectedFrom(loaded.revision) },
+          );
+          remember(todoId);
+          const todo = events.reduce<TodoState>((s, e) => evolveTodo(s, e), loaded.state) as LiveTodo;
+          return { todo, position: appended.position };
+        } catch (err) {
+          if (!isWrongExpectedVersion(err)) throw err;
+          remember(todoId); // another agent won this one: on to the next
+          return undefined;
+        }
+      };
+
       let cursor: { readonly createdAt: Date; readonly id: string } | undefined;
       // The first page is small (the usual case: the oldest is free); past it the read model is
       // lagging behind claims, so read further ahead per query.
@@ -155,37 +195,13 @@ export function createDrain(deps: DrainDeps) {
         });
         for (const candidate of page) {
           cursor = candidate;
-          if (seenClaimed(candidate.id)) continue;
-          const loaded = await loadTodo(store, candidate.id);
-          if (loaded.state.status !== 'pending') {
-            if (loaded.state.status === 'claimed') remember(candidate.id);
-            continue;
-          }
-          const leaseId = newLeaseId();
-          let events: DrainEvent[];
+          if (seenClaimed(candidate.id) || inFlight.has(candidate.id)) continue;
+          inFlight.add(candidate.id);
           try {
-            events = decideClaim(
-              { todoId: candidate.id, leaseId, sessionId: command.sessionId, leaseMs: command.leaseMs },
-              caller,
-              loaded.state,
-              clock.now(),
-            );
-          } catch (err) {
-            if (err instanceof HooklineError) continue;
-            throw err;
-          }
-          try {
-            const appended = await store.append(
-              todoStream(candidate.id),
-              events.map((e) => jsonEvent(e.type, e.data)),
-              { expectedRevision: expectedFrom(loaded.revision) },
-            );
-            remember(candidate.id);
-            const todo = events.reduce<TodoState>((s, e) => evolveTodo(s, e), loaded.state) as LiveTodo;
-            return { todo, position: appended.position };
-          } catch (err) {
-            if (!isWrongExpectedVersion(err)) throw err;
-            remember(candidate.id); // another agent won this one: on to the next
+            const won = await tryClaim(candidate.id);
+            if (won) return won;
+          } finally {
+            inFlight.delete(candidate.id);
           }
         }
         if (page.length < limit) return null;
