@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
+import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
+import { createDrain } from '../../src/domain/todo/drain.ts';
+import { pushTodo } from '../../src/domain/todo/push.ts';
+import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { readStream } from '../api/client.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+
+const hasPg = await postgresAvailable();
+
+/**
+ * Two drains stand for two processes (each with its own memory of what it saw claimed), their
+ * callers racing claim_next over the same todos: only the expected revision keeps them apart.
+ */
+describe.runIf(hasPg)('claim_next across processes: the expected revision decides (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let runtime: Runtime;
+  beforeAll(async () => {
+    database = await createTestDatabase('hookline_claim_race');
+    runtime = await createRuntime(
+      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
+    );
+  });
+  afterAll(async () => {
+    await runtime?.close();
+    await database?.drop();
+  });
+
+  it('6 callers in each of 2 drains over 60 todos: every todo claimed exactly once', async () => {
+    const { store, clock, db } = runtime;
+    const ep = await vendEndpoint(
+      { store, clock, checkReplayTarget: async () => {} },
+      {
+        operator: 'alice',
+        human: 'alice',
+        name: 'racer',
+        queue: 'inbox',
+        verbs: [...ALL_VERBS],
+        expiresAt: null,
+        replayTargets: [],
+      },
+    );
+    const recorder = createDeliveryRecorder({ store, clock });
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const pushed = await pushTodo(
+        { store, clock, recorder },
+        {
+          ref: ep.slug,
+          operator: 'alice',
+          human: 'alice',
+          title: `t${i}`,
+          queue: undefined,
+          kind: 'k',
+          payload: null,
+          key: null,
+          sourceIp: null,
+          headers: {},
+        },
+      );
+      ids.push(pushed.id);
+    }
+    await runtime.projections.waitFor(await store.headPosition(), { timeoutMs: 60_000 });
+
+    const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
+    const drains = [createDrain({ store, clock, db }), createDrain({ store, clock, db })];
+    const won = await Promise.all(
+      drains.flatMap((drain) =>
+        Array.from({ length: 6 }, async () => {
+          const mine: string[] = [];
+          for (;;) {
+            const moved = await drain.claimNext(caller, {
+              queues: ['inbox'],
+              sessionId: null,
+              leaseMs: 60_000,
+            });
+            if (!moved) return mine;
+            mine.push(moved.todo.id);
+          }
+        }),
+      ),
+    );
+    const all = won.flat();
+    expect(all).toHaveLength(60);
+    expect(new Set(all)).toEqual(new Set(ids));
+    for (const id of ids) {
+      const claims = (await readStream(store, `todo-${id}`)).filter((e) => e.type === 'TodoClaimed');
+      expect(claims, id).toHaveLength(1);
+    }
+  });
+});
