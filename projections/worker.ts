@@ -1,11 +1,11 @@
 import { setTimeout as sleep, setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { bufferTime, concatMap, filter, from, Subscription, tap } from 'rxjs';
 import type { SqlDatabase } from '../src/db/open.ts';
 import type { EventStore, Position, RecordedEvent } from '../src/eventstore/port.ts';
 import type { Logger } from '../src/logger.ts';
 import { advanceCheckpoint, CheckpointMovedError, insertCheckpoint, readCheckpoint } from './checkpoints.ts';
-import { FeedAheadError, type LiveFeed } from './feed.ts';
+import type { LiveFeed } from './feed.ts';
+import { followLive, type LiveOutcome } from './live.ts';
 import { type LockSession, writerLockKey } from './lock.ts';
 import { LIVE_SCHEMA, readBatch } from './rebuild.ts';
 import type { Projection, ProjectionStatus } from './types.ts';
@@ -59,7 +59,6 @@ export interface Worker {
   pause(): Promise<() => void>;
 }
 
-const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
 const abortError = () => new DOMException('worker stopped', 'AbortError');
 
 export function createWorker(deps: WorkerDeps): Worker {
@@ -164,63 +163,15 @@ export function createWorker(deps: WorkerDeps): Worker {
     }
   }
 
-  /**
-   * Follows `$all` live, in batches of up to `batchSize` events or `batchMs`. Returns when
-   * stopped, or when the writer falls `maxBuffered` events behind (the caller catches up by
-   * reading); rejects on a moved checkpoint or a failed subscription.
-   */
-  function live(
-    signal: AbortSignal,
-    shared: boolean,
-  ): Promise<'aborted' | 'overflow' | 'completed' | 'behind'> {
-    return new Promise((resolve, reject) => {
-      const sub = new Subscription();
-      let buffered = 0;
-      let inflight: Promise<void> = Promise.resolve();
-      let settled = false;
-      const settle = (outcome: 'aborted' | 'overflow' | 'completed' | 'behind' | { error: unknown }) => {
-        if (settled) return;
-        settled = true;
-        sub.unsubscribe();
-        signal.removeEventListener('abort', onAbort);
-        // The batch in flight finishes (or fails) before the worker moves on.
-        inflight
-          .catch(() => {})
-          .then(() => {
-            if (typeof outcome === 'object') reject(outcome.error);
-            else resolve(outcome);
-          });
-      };
-      const onAbort = () => settle('aborted');
-      signal.addEventListener('abort', onAbort);
-      sub.add(
-        (shared ? deps.feed.follow(position!) : store.subscribeAll({ after: position! }))
-          .pipe(
-            tap(() => {
-              if (++buffered > options.maxBuffered) settle('overflow');
-            }),
-            bufferTime(options.batchMs, null, options.batchSize),
-            // An empty buffer is an idle tick: the time to write a lazily kept checkpoint.
-            filter((batch) => batch.length > 0 || position !== written),
-            concatMap((batch) => {
-              inflight =
-                batch.length === 0
-                  ? flushIfDue(signal)
-                  : applyBatch(batch, signal).finally(() => {
-                      buffered -= batch.length;
-                    });
-              return from(inflight);
-            }),
-          )
-          .subscribe({
-            error: (error: unknown) =>
-              settle(isAbort(error) ? 'aborted' : error instanceof FeedAheadError ? 'behind' : { error }),
-            complete: () => settle('completed'),
-          }),
-      );
-      if (signal.aborted) settle('aborted');
+  const live = (signal: AbortSignal, shared: boolean): Promise<LiveOutcome> =>
+    followLive({
+      source: shared ? deps.feed.follow(position!) : store.subscribeAll({ after: position! }),
+      signal,
+      options,
+      apply: (batch) => applyBatch(batch, signal),
+      pendingCheckpoint: () => position !== written,
+      tick: () => flushIfDue(signal),
     });
-  }
 
   /** No checkpoint row: fresh, empty live tables at 'start', in one transaction. */
   async function initTables(): Promise<void> {
