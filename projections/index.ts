@@ -2,6 +2,7 @@ import { agentsProjection } from './agents.ts';
 import { endpointsProjection } from './endpoints.ts';
 import { logProjection } from './log.ts';
 import { providersProjection } from './providers.ts';
+import { quarantineProjection } from './quarantine.ts'; // RULES (issue 7)
 import { settingsProjection } from './settings.ts';
 import { streamStatsProjection } from './stream-stats.ts';
 import { todosProjection } from './todos.ts';
@@ -18,4 +19,5 @@ export const allProjections: Projection[] = [
   endpointsProjection,
   webhooksProjection,
   todosProjection,
+  quarantineProjection, // RULES (issue 7)
 ];

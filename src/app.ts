@@ -3,6 +3,7 @@ import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
+import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { errorsPlugin } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { createProviderRoutes } from './http/providers-routes.ts';
@@ -69,6 +70,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
+  await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   const mcp = createMcp(runtime, live.hub, ingestion.recorder); // MCP per endpoint, doorbell, lease expiry
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)

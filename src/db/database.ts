@@ -3,6 +3,7 @@ import type { AgentTables } from '../../projections/agents.ts';
 import type { EndpointTables } from '../../projections/endpoints.ts';
 import type { LogTables } from '../../projections/log.ts';
 import type { ProviderTables } from '../../projections/providers.ts';
+import type { QuarantineTables } from '../../projections/quarantine.ts'; // RULES (issue 7)
 import type { SettingsTables } from '../../projections/settings.ts';
 import type { TodoTables } from '../../projections/todos.ts';
 import type { WebhookTables } from '../../projections/webhooks.ts';
@@ -20,6 +21,7 @@ export interface Database
     EndpointTables,
     WebhookTables,
     TodoTables,
-    SettingsTables {}
+    SettingsTables,
+    QuarantineTables {}
 
 export type DB = Kysely<Database>;
