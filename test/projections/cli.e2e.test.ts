@@ -115,9 +115,11 @@ describe('hookline projections status|rebuild', () => {
     server.stderr!.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
+    const deadline = Date.now() + 120_000;
     for (let up = false; !up; ) {
       if (server.exitCode !== null) throw new Error(`the server exited: ${stderr}`);
-      up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      if (Date.now() > deadline) throw new Error(`the server did not become healthy: ${stderr}`);
+      up = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5000) }).then(
         (r) => r.ok,
         () => false,
       );
