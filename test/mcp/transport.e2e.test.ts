@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeEndpoint } from '../../src/domain/endpoint/revoke.ts';
+import { RULE_VERBS } from '../../src/domain/endpoint/verbs.ts'; // RULES (issue 7)
 import { connectAgent, settled, startServer, type TestServer, vend } from './support.ts';
 
 const INIT = {
@@ -81,6 +82,9 @@ describe('MCP transport: Streamable HTTP at /mcp/<slug>, endpoint bearer, rebind
           'list_webhook_events',
           'list_webhooks',
           'release',
+          // RULES (issue 7): replay and the owner-only rule and route verbs
+          'replay_webhook_event',
+          ...RULE_VERBS,
         ].sort(),
       );
       for (const t of tools) {
