@@ -97,8 +97,18 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
       settle(store.append(a, [jsonEvent('A2', {})], { expectedRevision: 1n })),
       settle(store.append(a, [jsonEvent('Ax', {})], { expectedRevision: 1n })),
       settle(store.append(b, [jsonEvent('B1', {})], { expectedRevision: 0n })),
+      settle(store.append(a, [], { expectedRevision: 2n })),
     ]);
-    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true, true, false, true]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true, true, false, true, true]);
+    expect(outcomes.map((o) => (o.ok ? o.value.nextExpectedRevision : null))).toEqual([
+      1n,
+      null,
+      1n,
+      2n,
+      null,
+      1n,
+      2n,
+    ]);
     expect((outcomes[1] as { error: unknown }).error).toMatchObject({
       streamId: b,
       expected: 5n,
@@ -116,6 +126,26 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
       // One transaction: the successful appends share the xid8 half of their positions.
       const txids = new Set(outcomes.flatMap((o) => (o.ok ? [o.value.position.split(':')[0]] : [])));
       expect(txids.size).toBe(1);
+      // The empty append checks and writes nothing: its position is the stream's last event.
+      expect((outcomes[6] as { value: { position: string } }).value.position).toBe(
+        (outcomes[3] as { value: { position: string } }).value.position,
+      );
     }
+  });
+
+  it('appends many events at once and keeps their order', async () => {
+    const { store } = ctx;
+    const s = uniqueStream('many');
+    const events = Array.from({ length: 2500 }, (_, i) => jsonEvent('M', { i }));
+    const [first, second] = await Promise.all([
+      store.append(s, events.slice(0, 1200), { expectedRevision: 'no_stream' }),
+      store.append(s, events.slice(1200), { expectedRevision: 1199n }),
+    ]);
+    expect(first.nextExpectedRevision).toBe(1199n);
+    expect(second.nextExpectedRevision).toBe(2499n);
+    const read = await toArray(store.readStream(s));
+    expect(read.map((e) => parseData<{ i: number }>(e).i)).toEqual(events.map((_, i) => i));
+    expect(read.map((e) => e.revision)).toEqual(events.map((_, i) => BigInt(i)));
+    expectAscending(store, read);
   });
 }

@@ -37,7 +37,8 @@ describe('readStream over a stream longer than one page', () => {
 
   it('honours fromRevision and maxCount across the page boundary', async () => {
     const got: bigint[] = [];
-    for await (const e of store.readStream('long', { fromRevision: 995n, maxCount: 10 })) got.push(e.revision);
+    for await (const e of store.readStream('long', { fromRevision: 995n, maxCount: 10 }))
+      got.push(e.revision);
     expect(got).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(995 + i)));
   });
 });

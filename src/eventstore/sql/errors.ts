@@ -41,6 +41,22 @@ export function isConnectionError(err: unknown): boolean {
   return false;
 }
 
+const unreachableCodes = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  '57P03',
+  '53300',
+]);
+
+/** No connection could be made: nothing was sent, so nothing was written. */
+export function isUnreachable(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code && unreachableCodes.has(code)) return true;
+  return err instanceof Error && err.message.includes('timeout exceeded when trying to connect');
+}
+
 /** Deadlock or serialization failure: nothing was written, the same batch may run again. */
 export function isTransientConflict(err: unknown): boolean {
   const code = codeOf(err);

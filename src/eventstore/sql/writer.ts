@@ -6,17 +6,17 @@ import {
   StoreUnavailableError,
   WrongExpectedVersionError,
 } from '../port.ts';
-import { isConnectionError, isTransientConflict } from './errors.ts';
+import { isConnectionError, isTransientConflict, isUnreachable } from './errors.ts';
 import { formatPosition } from './positions.ts';
 import type { AnyDb } from './reads.ts';
 import { toHex } from './rows.ts';
 
 /**
- * Group commit. Concurrent append() calls queue up and are written together in one transaction:
- * one round trip locks every stream of the batch, each append is checked on its own against the
- * revision the appends before it left, and one multi-row insert writes the events of those that
- * passed. A wrong expected revision fails that append alone. Appends to one stream apply in call
- * order: a stream that is in a batch in flight is not taken into another until that one ends.
+ * Group commit. Concurrent append() calls queue up and are written together in one transaction,
+ * one round trip: each append is checked on its own against the revision the appends before it
+ * left, and the events of those that passed are inserted together. A wrong expected revision fails
+ * that append alone. Appends to one stream apply in call order: a stream that is in a batch in
+ * flight is not taken into another until that one ends.
  */
 
 export interface PreparedEvent {
@@ -62,13 +62,6 @@ export interface AppendWriter {
   ): Promise<AppendResult>;
   /** Resolves when nothing is queued or in flight. */
   drain(): Promise<void>;
-}
-
-export function matchesExpected(expected: ExpectedRevision, current: bigint): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return current === -1n;
-  if (expected === 'stream_exists') return current >= 0n;
-  return current === expected;
 }
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -133,9 +126,8 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
 
   async function run(batch: PendingAppend[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const progress = { committing: false };
       try {
-        const outcomes = await writeBatch(options, batch, progress);
+        const outcomes = await writeBatch(options, batch);
         options.onCommitted(
           batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.events.length), 0),
         );
@@ -143,8 +135,8 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
         return;
       } catch (err) {
         if (isTransientConflict(err) && attempt < 5) continue;
-        // Nothing reached COMMIT: the transaction rolled back, the batch may run again.
-        if (isConnectionError(err) && !progress.committing && attempt < 3) {
+        // The batch never reached the server (no connection could be made): it may run again.
+        if (isUnreachable(err) && attempt < 3) {
           await delay(50 * attempt);
           continue;
         }
@@ -200,84 +192,46 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
   };
 }
 
-async function writeBatch(
-  options: WriterOptions,
-  batch: readonly PendingAppend[],
-  progress: { committing: boolean },
-): Promise<Outcome[]> {
-  // One lock order for every process (sorted ids, inserted in array order): no deadlock between batches.
-  const streamIds = [...new Set(batch.map((p) => p.streamId))].sort();
-  return options.db.transaction().execute(async (trx) => {
-    // Creates missing stream rows (revision -1) and locks all of them in one round trip; under
-    // READ COMMITTED the returned revision is the latest committed one.
-    const locked = await sql<{ stream_id: string; revision: string }>`
-      insert into es_streams (stream_id, revision)
-      select s, -1 from unnest(${streamIds}::text[]) as s
-      on conflict (stream_id) do update set revision = es_streams.revision
-      returning stream_id, revision::text as revision`.execute(trx);
-    const current = new Map(locked.rows.map((r) => [r.stream_id, BigInt(r.revision)]));
-
-    const outcomes: Outcome[] = [];
-    const rows = {
-      stream: [] as string[],
-      revision: [] as string[],
-      id: [] as string[],
-      type: [] as string[],
-      contentType: [] as string[],
-      data: [] as string[],
-      metadata: [] as Array<string | null>,
-    };
-    for (const p of batch) {
-      const revision = current.get(p.streamId) ?? -1n;
-      if (!matchesExpected(p.expected, revision)) {
-        outcomes.push({ error: new WrongExpectedVersionError(p.streamId, p.expected, revision) });
-        continue;
-      }
-      let next = revision;
-      for (const e of p.events) {
-        next += 1n;
-        rows.stream.push(p.streamId);
-        rows.revision.push(next.toString());
-        rows.id.push(e.id);
-        rows.type.push(e.type);
-        rows.contentType.push(e.contentType);
-        rows.data.push(toHex(e.data));
-        rows.metadata.push(e.metadata ? toHex(e.metadata) : null);
-      }
-      current.set(p.streamId, next);
-      outcomes.push({ last: next, position: null });
+/**
+ * One batch in one call of es_append_batch (migrations/20261122000100_event_store.ts): a single
+ * round trip and its own transaction, where the checks, the locks and the writes happen.
+ */
+async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[]): Promise<Outcome[]> {
+  const events = { id: [] as string[], type: [] as string[], contentType: [] as string[] };
+  const data: string[] = [];
+  const metadata: Array<string | null> = [];
+  for (const p of batch) {
+    for (const e of p.events) {
+      events.id.push(e.id);
+      events.type.push(e.type);
+      events.contentType.push(e.contentType);
+      data.push(toHex(e.data));
+      metadata.push(e.metadata ? toHex(e.metadata) : null);
     }
-
-    if (rows.stream.length > 0) {
-      const touched = [...new Set(rows.stream)];
-      const notify = options.notifyChannel
-        ? sql`cross join (select pg_notify(${options.notifyChannel}, ${options.notifyPayload})) as n`
-        : sql``;
-      const inserted = await sql<{ stream_id: string; revision: string; tx: string; gp: string }>`
-        with ins as (
-          insert into es_events (stream_id, revision, event_id, event_type, content_type, data, metadata)
-          select s, r, i, t, c, decode(d, 'hex'), decode(m, 'hex')
-          from unnest(${rows.stream}::text[], ${rows.revision}::bigint[], ${rows.id}::uuid[],
-            ${rows.type}::text[], ${rows.contentType}::text[], ${rows.data}::text[], ${rows.metadata}::text[])
-            as u(s, r, i, t, c, d, m)
-          returning stream_id, revision, transaction_id, global_position
-        ), upd as (
-          update es_streams s set revision = u.revision
-          from unnest(${touched}::text[], ${touched.map((s) => current.get(s)!.toString())}::bigint[]) as u(stream_id, revision)
-          where s.stream_id = u.stream_id
-        )
-        select stream_id, revision::text as revision, transaction_id::text as tx, global_position::text as gp
-        from ins ${notify}`.execute(trx);
-      const positions = new Map(
-        inserted.rows.map((r) => [`${r.stream_id}\u0000${r.revision}`, formatPosition(r.tx, r.gp)]),
-      );
-      for (let i = 0; i < batch.length; i++) {
-        const o = outcomes[i]!;
-        if ('error' in o || batch[i]!.events.length === 0) continue;
-        o.position = positions.get(`${batch[i]!.streamId}\u0000${o.last}`) ?? null;
-      }
+  }
+  const { rows } = await sql<{
+    ok: boolean;
+    revision: string;
+    transaction_id: string | null;
+    global_position: string | null;
+  }>`
+    select ok, revision::text as revision, transaction_id, global_position
+    from es_append_batch(
+      ${batch.map((p) => p.streamId)}::text[], ${batch.map((p) => String(p.expected))}::text[],
+      ${batch.map((p) => p.events.length)}::int[],
+      ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[], ${data}::text[], ${metadata}::text[],
+      ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text)`.execute(options.db);
+  if (rows.length !== batch.length)
+    throw new Error(`es_append_batch answered ${rows.length} of ${batch.length} appends`);
+  return rows.map((row, i): Outcome => {
+    const p = batch[i]!;
+    const revision = BigInt(row.revision);
+    if (!row.ok) return { error: new WrongExpectedVersionError(p.streamId, p.expected, revision) };
+    if (row.transaction_id === null || row.global_position === null) {
+      // Only an empty append writes nothing; its position is looked up after the batch.
+      if (p.events.length > 0) throw new Error('es_append_batch wrote no event for an append it accepted');
+      return { last: revision, position: null };
     }
-    progress.committing = true;
-    return outcomes;
+    return { last: revision, position: formatPosition(row.transaction_id, row.global_position) };
   });
 }
