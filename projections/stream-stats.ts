@@ -7,6 +7,8 @@ import type { Projection } from './types.ts';
  * The spine's own read model: per stream category (the stream name up to its first '-', as
  * EventStoreDB's `$ce-` projections count), how many events `$all` holds and which came last.
  * Small and order-sensitive (a double or lost apply changes a count), so the crash test uses it.
+ * The counts are of events applied: after retention truncates `deliveries`, a rebuild counts only
+ * what the log still holds.
  */
 export interface StreamStatsTable {
   category: string;
