@@ -92,11 +92,28 @@ function subscribePhase(store: EventStore, after: Position, expected: number): P
   });
 }
 
-async function runCase(store: EventStore, shared: boolean): Promise<Round[]> {
+interface Case {
+  readonly label: string;
+  readonly shared: boolean;
+  /** Subscriptions following $all live while the writers append (projections, the SSE feed). */
+  readonly followers: number;
+}
+
+const cases: readonly Case[] = [
+  { label: '32 streams', shared: false, followers: 0 },
+  { label: '1 shared stream', shared: true, followers: 0 },
+  { label: '32 streams, 8 live subscribers', shared: false, followers: 8 },
+];
+
+async function runCase(store: EventStore, c: Case): Promise<Round[]> {
   const results: Round[] = [];
   for (let r = 0; r < rounds; r++) {
     const before = await store.headPosition();
-    const appended = await appendPhase(store, r, shared);
+    const followers = Array.from({ length: c.followers }, () =>
+      store.subscribeAll({ after: before }).subscribe(),
+    );
+    const appended = await appendPhase(store, r, c.shared);
+    for (const f of followers) f.unsubscribe();
     // Any transaction open on the cluster holds the xid8 horizon back; reads are timed once it has passed.
     while (store.comparePositions(await store.headPosition(), appended.last) < 0) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -142,25 +159,25 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 for (const backend of ['pglite', 'postgres'] as const) {
   if (args.only && args.only !== backend) continue;
   const open = backend === 'pglite' ? withPglite : withPostgres;
-  for (const shared of [false, true]) {
+  for (const c of cases) {
     const results = await open(async (sql) => {
       await migrateToLatest(sql.db);
       const store = await createSqlEventStore(sql);
       try {
-        return await runCase(store, shared);
+        return await runCase(store, c);
       } finally {
         await store.close();
       }
     });
     rows.push({
       backend: backend === 'pglite' ? 'PGlite (on disk)' : 'PostgreSQL',
-      streams: shared ? '1 shared stream' : '32 streams',
+      writers: c.label,
       'appends/s': fmt(median(results.map((r) => r.appendsPerSec))),
       'append p99 ms': median(results.map((r) => r.p99Ms)).toFixed(1),
       'readAll events/s': fmt(median(results.map((r) => r.readAllPerSec))),
       'subscribe catch-up events/s': fmt(median(results.map((r) => r.subscribePerSec))),
     });
-    console.error(`done: ${backend}, ${shared ? 'shared stream' : 'own streams'}`);
+    console.error(`done: ${backend}, ${c.label}`);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   settle,
   toArray,
   uniqueStream,
+  visible,
 } from './helpers.ts';
 
 /** Concurrency: racing writers, many writers under a live subscriber, group commit isolation. */
@@ -148,4 +149,52 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
     expect(read.map((e) => e.revision)).toEqual(events.map((_, i) => BigInt(i)));
     expectAscending(store, read);
   });
+
+  it('subscriptions that start at different moments while writers append each see every event once', async () => {
+    const { store } = ctx;
+    const prefix = uniqueStream('join');
+    const mine = (e: { streamId: string }) => e.streamId.startsWith(`${prefix}-`);
+    const start = await store.headPosition();
+    const followers = [follow(store, start, mine)];
+    const positions: string[] = [];
+    const writers = Array.from({ length: 16 }, async (_, w) => {
+      for (let r = 0; r < 12; r++) {
+        positions.push((await store.append(`${prefix}-${w}`, [jsonEvent('J', { w, r })])).position);
+        // Join while appends are in flight: from the beginning, from a recent position, from the head.
+        if (r % 4 === 1 && w % 4 === 0) followers.push(follow(store, start, mine));
+        if (r % 4 === 2 && w % 4 === 1) followers.push(follow(store, positions.at(-1)!, mine));
+        if (r % 4 === 3 && w % 4 === 2) followers.push(follow(store, await store.headPosition(), mine));
+      }
+    });
+    await Promise.all(writers);
+    const total = 16 * 12;
+    const log = await followers[0]!.until(total);
+    expect(new Set(ids(log)).size).toBe(total);
+    for (const f of followers.slice(1)) {
+      // Each ends with the same events as the log, from wherever it started, without gap or repeat.
+      const seen = [...f.seen];
+      f.stop();
+      const from = seen.length === 0 ? log.length : log.findIndex((e) => e.id === seen[0]!.id);
+      expect(from).toBeGreaterThanOrEqual(0);
+      expect(ids(seen)).toEqual(ids(log.slice(from)));
+    }
+    followers[0]!.stop();
+    await visible(store, log.at(-1)!.position);
+    expect(ids(log)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
+  });
+
+  it.runIf(target.kind !== 'eventstoredb')(
+    'a subscription from a position beyond the log disturbs no other',
+    async () => {
+      const { store } = ctx;
+      const s = uniqueStream('beyond');
+      const far = store.subscribeAll({ after: '9999999999:9999999999' }).subscribe();
+      const f = follow(store, await store.headPosition(), (e) => e.streamId === s);
+      await store.append(s, [jsonEvent('B', {})]);
+      const seen = await f.until(1);
+      f.stop();
+      far.unsubscribe();
+      expect(seen).toHaveLength(1);
+    },
+  );
 }

@@ -32,9 +32,11 @@ export function isSqlPosition(position: string): boolean {
 }
 
 export function comparePositions(a: Position, b: Position): number {
-  const pa = parsePosition(a);
-  const pb = parsePosition(b);
-  if (pa.transactionId !== pb.transactionId) return pa.transactionId < pb.transactionId ? -1 : 1;
-  if (pa.globalPosition !== pb.globalPosition) return pa.globalPosition < pb.globalPosition ? -1 : 1;
+  return compareSqlPositions(parsePosition(a), parsePosition(b));
+}
+
+export function compareSqlPositions(a: SqlPosition, b: SqlPosition): number {
+  if (a.transactionId !== b.transactionId) return a.transactionId < b.transactionId ? -1 : 1;
+  if (a.globalPosition !== b.globalPosition) return a.globalPosition < b.globalPosition ? -1 : 1;
   return 0;
 }

@@ -1,7 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { type Position, START } from '../port.ts';
 import { formatPosition, type SqlPosition } from './positions.ts';
-import { type EventRow, eventColumns, rowBytes } from './rows.ts';
+import { type EventRow, eventColumns, rowBytes, rowSize } from './rows.ts';
 
 /**
  * The read queries, the same SQL on PGlite and PostgreSQL. `$all` shows only transactions below
@@ -21,6 +21,14 @@ export interface PageLimits {
 }
 
 export const defaultPage: PageLimits = { maxRows: 1000, maxBytes: 8 * 1024 * 1024 };
+
+/** A page that reached its row or byte bound: more may follow. A shorter one read all there was. */
+export function isFullPage(rows: readonly EventRow[], limits: PageLimits): boolean {
+  if (rows.length >= limits.maxRows) return true;
+  let bytes = 0;
+  for (const r of rows) bytes += rowSize(r);
+  return bytes >= limits.maxBytes;
+}
 
 async function page(db: AnyDb, where: RawBuilder<unknown>, order: RawBuilder<unknown>, limits: PageLimits) {
   const { rows } = await sql<EventRow>`

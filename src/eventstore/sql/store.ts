@@ -19,14 +19,16 @@ import { comparePositions, parsePosition } from './positions.ts';
 import {
   type AnyDb,
   defaultPage,
+  isFullPage,
   readAllPage,
   readHeadPosition,
   readStreamLastPosition,
   readStreamPage,
   readStreamState,
 } from './reads.ts';
-import { type EventRow, rowSize, toRecordedEvent } from './rows.ts';
+import { toRecordedEvent } from './rows.ts';
 import { subscribeAllSql } from './subscription.ts';
+import { createLiveTail } from './tail.ts';
 import { createWakeup } from './wakeup.ts';
 import { createAppendWriter, type PreparedEvent } from './writer.ts';
 
@@ -37,8 +39,10 @@ import { createAppendWriter, type PreparedEvent } from './writer.ts';
  */
 
 export interface SqlEventStoreOptions {
-  /** While live, subscriptions re-read at least this often (late commits). Default 500 ms. */
+  /** While live, the end of $all is re-read at least this often (late commits). Default 500 ms. */
   readonly pollMs?: number;
+  /** While live, the end of $all is read at most once per this interval, however often commits come. Default 10 ms. */
+  readonly liveIntervalMs?: number;
   /** PostgreSQL: append batches written at once on separate connections. Default 2; PGlite always 1. */
   readonly writers?: number;
   /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
@@ -157,6 +161,21 @@ export async function createSqlEventStore(
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
   });
 
+  const track = (loop: Promise<void>) => {
+    loops.add(loop);
+    void loop.finally(() => loops.delete(loop));
+  };
+  const tail = createLiveTail({
+    db,
+    wakeup,
+    pollMs: options.pollMs ?? 500,
+    minIntervalMs: options.liveIntervalMs ?? 10,
+    limits: defaultPage,
+    closed: closed.signal,
+    track,
+    onError: (err) => onError(err, 'live tail'),
+  });
+
   let closing: Promise<void> | undefined;
 
   async function* readStream(streamId: string, opts: ReadStreamOptions = {}): AsyncGenerator<RecordedEvent> {
@@ -166,18 +185,15 @@ export async function createSqlEventStore(
     let remaining = opts.maxCount ?? Number.POSITIVE_INFINITY;
     let from = opts.fromRevision ?? (direction === 'forwards' ? 0n : state.revision);
     while (remaining > 0 && from >= 0n) {
-      const maxRows = Math.min(defaultPage.maxRows, remaining);
-      const rows = await readStreamPage(db, streamId, from, state.truncateBefore, direction, {
-        maxRows,
-        maxBytes: defaultPage.maxBytes,
-      });
+      const limits = { maxRows: Math.min(defaultPage.maxRows, remaining), maxBytes: defaultPage.maxBytes };
+      const rows = await readStreamPage(db, streamId, from, state.truncateBefore, direction, limits);
       for (const row of rows) {
         const event = toRecordedEvent(row);
         from = direction === 'forwards' ? event.revision + 1n : event.revision - 1n;
         remaining--;
         yield event;
       }
-      if (rows.length === 0 || (rows.length < maxRows && !pageWasCut(rows))) return;
+      if (!isFullPage(rows, limits)) return;
     }
   }
 
@@ -185,22 +201,15 @@ export async function createSqlEventStore(
     let after = parsePosition(opts.after ?? START);
     let remaining = opts.maxCount ?? Number.POSITIVE_INFINITY;
     while (remaining > 0) {
-      const maxRows = Math.min(defaultPage.maxRows, remaining);
-      const rows = await readAllPage(db, after, { maxRows, maxBytes: defaultPage.maxBytes });
+      const limits = { maxRows: Math.min(defaultPage.maxRows, remaining), maxBytes: defaultPage.maxBytes };
+      const rows = await readAllPage(db, after, limits);
       for (const row of rows) {
         after = { transactionId: BigInt(row.tx), globalPosition: BigInt(row.gp) };
         remaining--;
         yield toRecordedEvent(row);
       }
-      if (rows.length < maxRows && !pageWasCut(rows)) return;
+      if (!isFullPage(rows, limits)) return;
     }
-  }
-
-  /** A page shorter than asked was cut by its byte bound only if it reached that bound. */
-  function pageWasCut(rows: readonly EventRow[]): boolean {
-    let bytes = 0;
-    for (const r of rows) bytes += rowSize(r);
-    return bytes >= defaultPage.maxBytes;
   }
 
   return {
@@ -227,13 +236,10 @@ export async function createSqlEventStore(
       subscribeAllSql(
         {
           db,
-          wakeup,
-          pollMs: options.pollMs ?? 500,
+          tail,
+          limits: defaultPage,
           closed: closed.signal,
-          track: (loop) => {
-            loops.add(loop);
-            void loop.finally(() => loops.delete(loop));
-          },
+          track,
           onError: (err) => onError(err, 'subscribeAll'),
         },
         opts,

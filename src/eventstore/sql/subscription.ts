@@ -1,35 +1,39 @@
 import { Observable } from 'rxjs';
 import { type RecordedEvent, START, type SubscribeAllOptions } from '../port.ts';
-import { parsePosition, type SqlPosition } from './positions.ts';
-import { type AnyDb, defaultPage, type PageLimits, readAllPage } from './reads.ts';
-import { rowSize, toRecordedEvent } from './rows.ts';
-import { sleep, type Wakeup } from './wakeup.ts';
+import { compareSqlPositions, parsePosition, type SqlPosition } from './positions.ts';
+import { type AnyDb, isFullPage, type PageLimits, readAllPage } from './reads.ts';
+import { type EventRow, toRecordedEvent } from './rows.ts';
+import type { LiveTail } from './tail.ts';
+import { sleep } from './wakeup.ts';
 
 export interface SubscriptionDeps {
   readonly db: AnyDb;
-  readonly wakeup: Wakeup;
-  /** Poll interval while live: a late commit can become visible without a wake-up. */
-  readonly pollMs: number;
+  readonly tail: LiveTail;
+  readonly limits: PageLimits;
   /** Aborted when the store closes: every subscription completes. */
   readonly closed: AbortSignal;
   /** The store waits for running loops when it closes. */
   readonly track: (loop: Promise<void>) => void;
   readonly onError: (err: unknown) => void;
-  readonly page?: PageLimits;
 }
 
+const positionOf = (row: EventRow): SqlPosition => ({
+  transactionId: BigInt(row.tx),
+  globalPosition: BigInt(row.gp),
+});
+
 /**
- * `$all` after a position: pages until caught up, then waits for a wake-up (a commit of this
- * process, a NOTIFY) or the poll interval and reads again. Every read starts strictly after the
- * last event handed on, so nothing repeats; visibility below the oldest running transaction means
- * nothing is skipped. A failed query (lost connection, restarted database) is retried with backoff
- * from the same position.
+ * `$all` after a position. The subscription catches up with its own queries, then joins the
+ * store's live tail (tail.ts). It hands on only events after the last one it handed on, so nothing
+ * repeats, and whenever a page from the tail starts after its own position it reads the gap itself
+ * before taking that page, so nothing is skipped; visibility below the oldest running transaction
+ * (reads.ts) means no event can later appear behind a position already passed. Failed queries
+ * (lost connection, restarted database) are retried with backoff from the same position.
  */
 export function subscribeAllSql(
   deps: SubscriptionDeps,
   options: SubscribeAllOptions = {},
 ): Observable<RecordedEvent> {
-  const limits = deps.page ?? defaultPage;
   return new Observable<RecordedEvent>((subscriber) => {
     let after: SqlPosition;
     try {
@@ -41,37 +45,86 @@ export function subscribeAllSql(
     const unsubscribed = new AbortController();
     const signal = AbortSignal.any([unsubscribed.signal, deps.closed]);
 
-    const loop = async () => {
+    const deliver = (row: EventRow) => {
+      if (signal.aborted) return;
+      const position = positionOf(row);
+      if (compareSqlPositions(position, after) <= 0) return;
+      after = position;
+      const event = toRecordedEvent(row);
+      if (!options.filter || options.filter(event)) subscriber.next(event);
+    };
+
+    /** Reads pages after `after` until one is not full. False when aborted first. */
+    const catchUp = async (): Promise<boolean> => {
       let backoff = 100;
       while (!signal.aborted) {
-        const seq = deps.wakeup.seq;
-        let rows: Awaited<ReturnType<typeof readAllPage>>;
+        let rows: EventRow[];
         try {
-          rows = await readAllPage(deps.db, after, limits);
+          rows = await readAllPage(deps.db, after, deps.limits);
           backoff = 100;
         } catch (err) {
-          if (signal.aborted) break;
+          if (signal.aborted) return false;
           deps.onError(err);
           await sleep(backoff, signal);
           backoff = Math.min(backoff * 2, 5000);
           continue;
         }
-        let bytes = 0;
-        for (const row of rows) {
-          if (signal.aborted) break;
-          const event = toRecordedEvent(row);
-          after = { transactionId: BigInt(row.tx), globalPosition: BigInt(row.gp) };
-          bytes += rowSize(row);
-          if (!options.filter || options.filter(event)) subscriber.next(event);
-        }
-        // A page cut short by its row or byte bound means more is waiting; otherwise we are live.
-        const full = rows.length >= limits.maxRows || bytes >= limits.maxBytes;
-        if (!full) await deps.wakeup.wait(seq, deps.pollMs, signal);
+        for (const row of rows) deliver(row);
+        if (!isFullPage(rows, deps.limits)) return true;
       }
-      if (deps.closed.aborted) subscriber.complete();
+      return false;
     };
 
-    deps.track(loop().catch((err) => subscriber.error(err)));
+    // Pages from the tail wait here while this subscription reads a gap itself.
+    const pending: Array<{ from: SqlPosition; rows: readonly EventRow[] }> = [];
+    let direct = false;
+    let gap: (() => void) | undefined;
+
+    const loop = async () => {
+      if (!(await catchUp())) return;
+      const detach = deps.tail.attach((from, rows) => {
+        if (direct && compareSqlPositions(from, after) <= 0) {
+          for (const row of rows) deliver(row);
+          return;
+        }
+        direct = false;
+        pending.push({ from, rows });
+        gap?.();
+      });
+      try {
+        while (!signal.aborted) {
+          if (direct) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                gap = undefined;
+                signal.removeEventListener('abort', done);
+                resolve();
+              };
+              gap = done;
+              signal.addEventListener('abort', done, { once: true });
+            });
+            continue;
+          }
+          if (!(await catchUp())) break;
+          while (pending.length > 0 && compareSqlPositions(pending[0]!.from, after) <= 0) {
+            for (const row of pending.shift()!.rows) deliver(row);
+          }
+          // A page still starting beyond us was read after our catch-up began: catch up again.
+          if (pending.length === 0) direct = true;
+        }
+      } finally {
+        detach();
+      }
+    };
+
+    deps.track(
+      loop().then(
+        () => {
+          if (deps.closed.aborted) subscriber.complete();
+        },
+        (err) => subscriber.error(err),
+      ),
+    );
     return () => unsubscribed.abort();
   });
 }
