@@ -1,4 +1,5 @@
 import { allProjections } from '../projections/index.ts';
+import { createProjectionHealth } from '../projections/health.ts';
 import { createProjectionRunner } from '../projections/runner.ts';
 import type { ProjectionRunner } from '../projections/types.ts';
 import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; // RULES (issue 7)
@@ -76,6 +77,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const projections = createProjectionRunner({ sql, store, logger, projections: allProjections });
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;
+    const health = createHealthRegistry();
+    if (options.startProjections !== false) {
+      // /healthz says `projections: error` (status degraded) when a read model is over 60 s behind.
+      const projectionHealth = createProjectionHealth(projections);
+      health.register('projections', projectionHealth.state);
+      closeHooks.push(() => projectionHealth.stop());
+    }
     const rules = createLazyRuleEngine({ logger, ...options.ruleEngine }); // RULES (issue 7)
     const replay = createReplayClient(options.replay); // RULES (issue 7)
     closeHooks.push(
@@ -90,7 +98,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       db: sql.db,
       store,
       projections,
-      health: createHealthRegistry(),
+      health,
       rules,
       replay,
       onClose: (hook) => {

@@ -1,0 +1,32 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../ui/support.ts';
+
+describe('GET /healthz', () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('reports the database, the read models and the version (spec 2.7)', async () => {
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 'ok', db: 'ok', database: 'ok', projections: 'ok' });
+    expect(body.version).toBe(server.runtime.config.version);
+    expect(body).not.toHaveProperty('broker');
+  });
+
+  it('answers a 503 problem document once the database is gone', async () => {
+    await server.runtime.sql.close();
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const problem = (await res.json()) as { status: number; health: { status: string; db: string } };
+    expect(problem.status).toBe(503);
+    expect(problem.health).toMatchObject({ status: 'error', db: 'error' });
+  });
+});
