@@ -4,16 +4,7 @@ import { z } from 'zod';
 /** Where the event log and the read models live; follows from the two URLs (design.md). */
 export type StorageMode = 'embedded' | 'server' | 'scale-out';
 
-const secretList = z
-  .string()
-  .optional()
-  .transform((raw) =>
-    (raw ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s.length > 0),
-  );
-
+/** A comma-separated list, each item trimmed of surrounding white space (secrets included). */
 const csv = z
   .string()
   .optional()
@@ -23,6 +14,9 @@ const csv = z
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
   );
+
+/** Several secrets of one provider mean rotation: any one of them verifies. */
+const secretList = csv;
 
 const port = z.coerce.number().int().min(0).max(65535);
 

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import { HooklineError } from '../errors.ts';
 import type { EndpointWebhookReceiver, WebhookTarget } from '../ingest/endpoint-webhook.ts';
+import { useRawBodies } from './raw-body.ts';
 import { redactUrl } from './redact-url.ts';
 
 interface Pending {
@@ -26,18 +27,7 @@ export function createEndpointWebhookRoutes(deps: {
   const pending = new WeakMap<FastifyRequest, Pending>();
 
   const routes = async (scope: FastifyInstance) => {
-    // The raw bytes are verified and stored: no parser of this scope decodes them.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', async (_request: FastifyRequest, payload: NodeJS.ReadableStream) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of payload as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > limit) throw new HooklineError('payload_too_large', `the body exceeds ${limit} bytes`);
-        chunks.push(chunk);
-      }
-      return Buffer.concat(chunks, size);
-    });
+    useRawBodies(scope, limit);
 
     scope.addHook('onRequest', async (request, reply) => {
       const { token } = request.params as { token: string };

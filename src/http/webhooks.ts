@@ -7,6 +7,7 @@ import { HooklineError } from '../errors.ts';
 import type { Ingestion } from '../ingest/index.ts';
 import { isSignedProvider } from '../ingest/signatures/index.ts';
 import { parseTrustedProxies, resolveSourceIp } from '../ingest/source-ip.ts';
+import { useRawBodies } from './raw-body.ts';
 import { redactUrl } from './redact-url.ts';
 
 export interface WebhookRoutesDeps {
@@ -46,18 +47,7 @@ export function createWebhookRoutes(deps: WebhookRoutesDeps): FastifyPluginAsync
   }
 
   const routes = async (scope: FastifyInstance) => {
-    // The raw bytes are what is verified and stored: no parser of this scope ever decodes them.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', async (_request: FastifyRequest, payload: NodeJS.ReadableStream) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of payload as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > limit) throw new HooklineError('payload_too_large', `the body exceeds ${limit} bytes`);
-        chunks.push(chunk);
-      }
-      return Buffer.concat(chunks, size);
-    });
+    useRawBodies(scope, limit);
 
     scope.addHook('onRequest', async (request, reply) => {
       const provider = await resolve(request);
