@@ -4,7 +4,7 @@
  * client, and a check that every client got every delivery exactly once.
  */
 import http from 'node:http';
-import { retentionOff, type SseInjection, startServer, withDatabase } from './screens-server.ts';
+import { retentionOff, startServer, withDatabase } from './screens-server.ts';
 
 /** Latencies in a 0.1 ms histogram up to 60 s: millions of samples in fixed memory. */
 class Histogram {

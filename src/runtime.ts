@@ -1,5 +1,5 @@
-import { allProjections } from '../projections/index.ts';
 import { createProjectionHealth } from '../projections/health.ts';
+import { allProjections } from '../projections/index.ts';
 import { createProjectionRunner } from '../projections/runner.ts';
 import type { ProjectionRunner } from '../projections/types.ts';
 import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; // RULES (issue 7)
