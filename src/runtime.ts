@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { openPglite, openPostgres, type SqlDatabase } from './db/open.ts';
+import { assertQuarantineReserved } from './domain/quarantine-guard.ts'; // RULES (issue 7)
 import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
 import { createHealthRegistry, type HealthRegistry } from './health.ts';
@@ -74,6 +75,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   try {
     await migrateToLatest(sql.db);
     store = await openStore(config, sql);
+    await assertQuarantineReserved(sql.db); // RULES (issue 7): spec 9, 0.4.0 item 7
     const projections = createProjectionRunner({ sql, store, logger, projections: allProjections });
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;
