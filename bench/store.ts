@@ -6,6 +6,7 @@
  *   --rounds N      rounds per case (default 3)
  *   --seconds S     append phase per round (default 3)
  *   --only NAME     pglite | postgres
+ *   --connections N PostgreSQL: append batches in flight at once (default 2, the store's default)
  *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
  */
 import { randomBytes } from 'node:crypto';
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '3' },
     only: { type: 'string' },
+    connections: { type: 'string', default: '2' },
   },
 });
 const rounds = Number(args.rounds);
@@ -162,7 +164,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
   for (const c of cases) {
     const results = await open(async (sql) => {
       await migrateToLatest(sql.db);
-      const store = await createSqlEventStore(sql);
+      const store = await createSqlEventStore(sql, { writers: Number(args.connections) });
       try {
         return await runCase(store, c);
       } finally {
