@@ -26,7 +26,7 @@ export interface UiDeps {
   readonly readYourWritesMs?: number;
 }
 
-export type Page = 'dashboard' | 'log' | 'providers' | 'settings';
+export type Page = 'dashboard' | 'log' | 'providers' | 'settings' | 'quarantine';
 
 /** An htmx request wants a fragment, except a history restore, which needs the whole page. */
 export const wantsFragment = (request: FastifyRequest): boolean =>

@@ -5,6 +5,7 @@ import { type Assets, registerAssetRoutes } from './assets.ts';
 import type { UiDeps } from './context.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
+import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
 import { securityHeaders } from './security.ts';
 import { registerSettingsPage } from './settings-page.ts';
 
@@ -40,6 +41,7 @@ export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
         registerPages(ui, deps);
         registerLogPages(ui, deps);
         registerSettingsPage(ui, deps);
+        registerQuarantinePage(ui, deps); // RULES (issue 7)
       });
     },
     { name: 'hookline-ui', dependencies: ['hookline-errors'] },
