@@ -199,7 +199,15 @@ export async function createEventStoreDbStore(
         backoff = 100;
         if (isSystem(e)) return;
         const event = fromEs(e);
-        if (!filter || filter(event)) subscriber.next(event);
+        let wanted = true;
+        try {
+          wanted = !filter || filter(event);
+        } catch (err) {
+          stop(); // the caller's filter failed: this subscription ends with it
+          subscriber.error(err);
+          return;
+        }
+        if (wanted) subscriber.next(event);
       });
       const dropped = (err?: unknown) => {
         if (gen !== generation || stopped || closed) return;

@@ -238,6 +238,37 @@ export function describeEventStoreConformance(target: ConformanceTarget): void {
       expect(seen).toEqual(['Keep', 'Keep', 'End']);
     });
 
+    it('refuses a position it did not make, and a failing filter ends only its own subscription', async () => {
+      await expect(toArray(store.readAll({ after: 'not-a-position' }))).rejects.toBeInstanceOf(TypeError);
+      const refused = await new Promise<unknown>((resolve) => {
+        store
+          .subscribeAll({ after: 'not-a-position' })
+          .subscribe({ error: resolve, complete: () => resolve('completed') });
+      });
+      expect(refused).toBeInstanceOf(TypeError);
+
+      const s = uniqueStream('throwing');
+      const start = await store.headPosition();
+      const failed = new Promise<unknown>((resolve) => {
+        store
+          .subscribeAll({
+            after: start,
+            filter: (e) => {
+              if (e.streamId === s) throw new Error('filter failed');
+              return false;
+            },
+          })
+          .subscribe({ error: resolve });
+      });
+      const f = follow(store, start, (e) => e.streamId === s);
+      await store.append(s, [jsonEvent('A', {})]);
+      expect(await failed).toMatchObject({ message: 'filter failed' });
+      await store.append(s, [jsonEvent('B', {})]);
+      const seen = await f.until(2);
+      f.stop();
+      expect(seen.map((e) => e.type)).toEqual(['A', 'B']);
+    });
+
     it('truncates a stream for retention', async () => {
       const s = uniqueStream('trunc');
       const start = await store.headPosition();

@@ -19,12 +19,19 @@ export function formatPosition(transactionId: string | bigint, globalPosition: s
   return `${transactionId}:${globalPosition}`;
 }
 
+const MAX_XID8 = 2n ** 64n - 1n;
+const MAX_BIGINT = 2n ** 63n - 1n;
+
 /** Parses a position of this adapter; throws TypeError on anything else (it is untrusted input, e.g. Last-Event-ID). */
 export function parsePosition(position: Position): SqlPosition {
   if (position === START) return ORIGIN;
-  const m = pattern.exec(position);
-  if (!m) throw new TypeError(`not a position of the SQL event store: ${JSON.stringify(position)}`);
-  return { transactionId: BigInt(m[1]!), globalPosition: BigInt(m[2]!) };
+  const m = typeof position === 'string' ? pattern.exec(position) : null;
+  const parsed = m ? { transactionId: BigInt(m[1]!), globalPosition: BigInt(m[2]!) } : undefined;
+  // Out of range the SQL casts would fail on every query, and a subscription would retry forever.
+  if (!parsed || parsed.transactionId > MAX_XID8 || parsed.globalPosition > MAX_BIGINT) {
+    throw new TypeError(`not a position of the SQL event store: ${JSON.stringify(position)}`);
+  }
+  return parsed;
 }
 
 export function isSqlPosition(position: string): boolean {

@@ -51,7 +51,16 @@ export function subscribeAllSql(
       if (compareSqlPositions(position, after) <= 0) return;
       after = position;
       const event = toRecordedEvent(row);
-      if (!options.filter || options.filter(event)) subscriber.next(event);
+      let wanted = true;
+      try {
+        wanted = !options.filter || options.filter(event);
+      } catch (err) {
+        // The caller's filter failed: this subscription ends with it, the shared tail goes on.
+        subscriber.error(err);
+        unsubscribed.abort();
+        return;
+      }
+      if (wanted) subscriber.next(event);
     };
 
     /** Reads pages after `after` until one is not full. False when aborted first. */

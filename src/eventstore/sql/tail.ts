@@ -63,7 +63,13 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         const last = rows.at(-1);
         if (last) {
           position = { transactionId: BigInt(last.tx), globalPosition: BigInt(last.gp) };
-          for (const sink of [...sinks]) sink(from, rows);
+          for (const sink of [...sinks]) {
+            try {
+              sink(from, rows);
+            } catch (err) {
+              deps.onError(err); // one subscription's failure must not stop the others
+            }
+          }
         }
         if (isFullPage(rows, deps.limits)) continue;
         await deps.wakeup.wait(seq, deps.pollMs, deps.closed);
