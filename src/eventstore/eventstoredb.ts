@@ -21,6 +21,7 @@ import {
   jsonEvent,
   NO_STREAM,
   STREAM_EXISTS,
+  type StreamMetadata,
 } from '@eventstore/db-client';
 import { Observable, type Subscriber } from 'rxjs';
 import {
@@ -250,7 +251,12 @@ export async function createEventStoreDbStore(
   }
 
   async function truncateBeforeOf(streamId: string) {
-    const { metadata } = await client.getStreamMetadata(streamId);
+    let metadata: StreamMetadata | undefined;
+    try {
+      ({ metadata } = await client.getStreamMetadata(streamId));
+    } catch (err) {
+      throw mapError(err);
+    }
     const tb = metadata?.truncateBefore;
     return { metadata, truncateBefore: typeof tb === 'number' ? BigInt(tb) : 0n };
   }
