@@ -54,8 +54,8 @@ export function registerPostgresCases(ctx: SuiteContext): void {
           for (let r = 0; r < 3; r++) await store.append(`${prefix}-${w}`, [jsonEvent('After', { w, r })]);
         }),
       );
-      // Longer than a poll cycle: the reader must hold back behind the open transaction.
-      await pause(800);
+      // Longer than two poll cycles (200 ms here): the reader must hold back behind the open transaction.
+      await pause(500);
       expect(f.seen.map((e) => e.type)).toEqual(['First']);
       await held.query('commit');
     } finally {
