@@ -111,7 +111,9 @@ describe('MCP drain verbs over the real client', () => {
         'lease_expired',
       );
 
-      // claim_next takes the oldest pending; complete ends it and frees its key.
+      // claim_next takes the oldest pending (from the todos read model, once it has applied the
+      // release); complete ends it and frees its key.
+      await settled(server);
       const next = await other.ok<Claimed>('claim_next', {});
       expect(next.todo?.id).toBe(first.id);
       const done = await other.ok<{ todo: Todo }>('complete', {
