@@ -49,6 +49,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .unique()
     .execute();
 
+  await createAppendBatchV1(db);
+}
+
+/** The first version of es_append_batch (also what 20261123000100's down() restores). */
+// biome-ignore lint/suspicious/noExplicitAny: as above
+export async function createAppendBatchV1(db: Kysely<any>): Promise<void> {
   await sql`
     create function es_append_batch(
       a_streams text[], a_expected text[], a_counts int[],

@@ -55,6 +55,13 @@ export interface AppendResult {
   readonly position: Position;
 }
 
+/** One stream's part of an atomic append. */
+export interface StreamAppend {
+  readonly streamId: string;
+  readonly events: readonly EventData[];
+  readonly options?: AppendOptions;
+}
+
 export type Direction = 'forwards' | 'backwards';
 
 export interface ReadStreamOptions {
@@ -92,6 +99,15 @@ export interface EventStore {
    * commit); a wrong expected revision fails that append alone with WrongExpectedVersionError.
    */
   append(streamId: string, events: readonly EventData[], options?: AppendOptions): Promise<AppendResult>;
+
+  /**
+   * Optional: appends to several streams in one transaction, all or none; a wrong expected
+   * revision on any part fails every part with WrongExpectedVersionError naming that part's
+   * stream. Results come in the order of the parts. The SQL adapters have it (one round trip,
+   * within the group commit). EventStoreDB through @eventstore/db-client has no multi-stream
+   * transaction, so that adapter leaves it out and callers append one stream after another.
+   */
+  appendAtomic?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
 
   /** Throws StreamNotFoundError when the stream does not exist (or is wholly truncated away). */
   readStream(streamId: string, options?: ReadStreamOptions): AsyncIterable<RecordedEvent>;

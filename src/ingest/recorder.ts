@@ -16,9 +16,12 @@ import {
 import { HooklineError } from '../errors.ts';
 import { jsonEvent, parseData } from '../eventstore/codec.ts';
 import {
+  type AppendResult,
   type EventStore,
   EventTooLargeError,
+  type ExpectedRevision,
   isWrongExpectedVersion,
+  type StreamAppend,
   StreamNotFoundError,
 } from '../eventstore/port.ts';
 import { uuidv7 } from './uuid7.ts';
@@ -94,34 +97,77 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
    */
   const failedHolders = new Set<string>();
 
-  async function appendDelivery(uuid: string, metadata: DeliveryMetadata, payload: Uint8Array) {
-    try {
-      const result = await store.append(
-        DELIVERIES_STREAM,
-        [
-          {
-            id: uuid,
-            type: DELIVERY_RECEIVED,
-            data: payload,
-            metadata: encoder.encode(JSON.stringify(metadata)),
-            contentType: 'application/octet-stream',
-          },
-        ],
-        { expectedRevision: 'any' },
-      );
-      const ack: IngestAck = {
-        id: eventIdFromRevision(result.nextExpectedRevision),
-        provider: metadata.provider,
-        trust_mode: metadata.trust_mode,
-        verified: metadata.verified,
-        received_at: metadata.received_at,
-      };
-      return { ack, duplicate: false, position: result.position };
-    } catch (e) {
-      if (failedHolders.size > 10_000) failedHolders.clear();
-      failedHolders.add(uuid);
-      throw storageError(e);
+  /** The reservation an append of a delivery depends on: written first, or with it atomically. */
+  interface Reservation {
+    readonly stream: string;
+    readonly event: ReservationEvent;
+    readonly expected: ExpectedRevision;
+  }
+
+  /**
+   * Appends the delivery, and before it the reservation if one is given. With a store that has
+   * appendAtomic both go in one transaction (one group commit, nothing to clean up after a crash);
+   * otherwise the reservation first, then the delivery. Throws WrongExpectedVersionError when the
+   * reservation is taken (nothing of this delivery was written).
+   */
+  async function appendDelivery(
+    uuid: string,
+    metadata: DeliveryMetadata,
+    payload: Uint8Array,
+    reservation?: Reservation,
+  ): Promise<RecordedDelivery> {
+    const delivery: StreamAppend = {
+      streamId: DELIVERIES_STREAM,
+      events: [
+        {
+          id: uuid,
+          type: DELIVERY_RECEIVED,
+          data: payload,
+          metadata: encoder.encode(JSON.stringify(metadata)),
+          contentType: 'application/octet-stream',
+        },
+      ],
+      options: { expectedRevision: 'any' },
+    };
+    const reserve: StreamAppend | undefined = reservation && {
+      streamId: reservation.stream,
+      events: [jsonEvent(reservation.event.type, reservation.event.data)],
+      options: { expectedRevision: reservation.expected },
+    };
+    let result: AppendResult;
+    if (reserve && store.appendAtomic) {
+      try {
+        result = (await store.appendAtomic([reserve, delivery]))[1]!;
+      } catch (e) {
+        if (isWrongExpectedVersion(e)) throw e;
+        throw storageError(e);
+      }
+    } else {
+      if (reserve) {
+        try {
+          await store.append(reserve.streamId, reserve.events, reserve.options);
+        } catch (e) {
+          if (isWrongExpectedVersion(e)) throw e;
+          throw storageError(e);
+        }
+      }
+      try {
+        result = await store.append(delivery.streamId, delivery.events, delivery.options);
+      } catch (e) {
+        // The reservation stays: it names a delivery that is not in the log, which a copy takes over.
+        if (failedHolders.size > 10_000) failedHolders.clear();
+        failedHolders.add(uuid);
+        throw storageError(e);
+      }
     }
+    const ack: IngestAck = {
+      id: eventIdFromRevision(result.nextExpectedRevision),
+      provider: metadata.provider,
+      trust_mode: metadata.trust_mode,
+      verified: metadata.verified,
+      received_at: metadata.received_at,
+    };
+    return { ack, duplicate: false, position: result.position };
   }
 
   async function readReservation(stream: string): Promise<ReservationState | undefined> {
@@ -205,15 +251,17 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
           return { ack: found!, duplicate: true, position: null };
         case 'take_over':
           try {
-            await store.append(stream, [jsonEvent(decision.event.type, decision.event.data)], {
-              expectedRevision: state.revision,
+            const recorded = await appendDelivery(newUuid, metadata, payload, {
+              stream,
+              event: decision.event,
+              expected: state.revision,
             });
+            failedHolders.delete(state.holder);
+            return recorded;
           } catch (e) {
             if (isWrongExpectedVersion(e)) continue; // another copy took it over first: follow it
-            throw storageError(e);
+            throw e;
           }
-          failedHolders.delete(state.holder);
-          return appendDelivery(newUuid, metadata, payload);
         case 'wait':
           if (Date.now() >= deadline) {
             throw new HooklineError(
@@ -243,14 +291,15 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       data: { event_uuid: uuid, provider: metadata.provider, at: clock.now().toISOString() },
     };
     try {
-      await store.append(stream, [jsonEvent(reserved.type, reserved.data)], {
-        expectedRevision: 'no_stream',
+      return await appendDelivery(uuid, metadata, payload, {
+        stream,
+        event: reserved,
+        expected: 'no_stream',
       });
     } catch (e) {
       if (isWrongExpectedVersion(e)) return onDuplicate(stream, metadata, payload);
-      throw storageError(e);
+      throw e;
     }
-    return appendDelivery(uuid, metadata, payload);
   }
 
   return {

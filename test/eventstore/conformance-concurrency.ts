@@ -134,6 +134,70 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
     }
   });
 
+  it('appendAtomic writes several streams all or none, inside a group commit with other appends', async (test) => {
+    const { store } = ctx;
+    if (!store.appendAtomic) {
+      // EventStoreDB through @eventstore/db-client has no multi-stream transaction (port.ts).
+      expect(target.kind).toBe('eventstoredb');
+      test.skip();
+      return;
+    }
+    const taken = uniqueStream('atomic-taken');
+    const log = uniqueStream('atomic-log');
+    const lone = uniqueStream('atomic-lone');
+    await store.append(taken, [jsonEvent('Reserved', { n: 0 })]);
+    const fresh = [uniqueStream('atomic-fresh'), uniqueStream('atomic-fresh')] as const;
+    // Issued in one tick: on the SQL adapters one batch holds the two groups and the lone append.
+    const outcomes = await Promise.all([
+      settle(
+        store.appendAtomic([
+          {
+            streamId: fresh[0],
+            events: [jsonEvent('Reserved', { n: 1 })],
+            options: { expectedRevision: 'no_stream' },
+          },
+          { streamId: log, events: [jsonEvent('Delivered', { n: 1 })] },
+        ]),
+      ),
+      settle(
+        store.appendAtomic([
+          { streamId: log, events: [jsonEvent('Delivered', { n: 2 })] },
+          {
+            streamId: taken,
+            events: [jsonEvent('Reserved', { n: 2 })],
+            options: { expectedRevision: 'no_stream' },
+          },
+          { streamId: fresh[1], events: [jsonEvent('Reserved', { n: 2 })] },
+        ]),
+      ),
+      settle(store.append(lone, [jsonEvent('Lone', {})], { expectedRevision: 'no_stream' })),
+      settle(
+        store.appendAtomic([
+          { streamId: log, events: [jsonEvent('Delivered', { n: 3 })], options: { expectedRevision: 0n } },
+        ]),
+      ),
+    ]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true, true]);
+    const first = (outcomes[0] as { value: { nextExpectedRevision: bigint; position: string }[] }).value;
+    expect(first.map((r) => r.nextExpectedRevision)).toEqual([0n, 0n]);
+    expect(store.comparePositions(first[0]!.position, first[1]!.position)).toBeLessThan(0);
+    // The failed group names the append whose expected revision failed, and wrote nothing at all.
+    expect((outcomes[1] as { error: unknown }).error).toBeInstanceOf(WrongExpectedVersionError);
+    expect((outcomes[1] as { error: unknown }).error).toMatchObject({
+      streamId: taken,
+      expected: 'no_stream',
+      actual: 0n,
+    });
+    await expect(toArray(store.readStream(fresh[1]))).rejects.toThrow(/not found/);
+    expect((await store.streamInfo(fresh[1])).revision).toBe(-1n);
+    expect((await toArray(store.readStream(taken))).map((e) => parseData(e))).toEqual([{ n: 0 }]);
+    // The group after the failed one saw the log as the first group left it (revision 0).
+    expect((await toArray(store.readStream(log))).map((e) => parseData(e))).toEqual([{ n: 1 }, { n: 3 }]);
+    // A stream the failed group touched first can still be created afterwards.
+    await store.append(fresh[1], [jsonEvent('Reserved', { n: 4 })], { expectedRevision: 'no_stream' });
+    expect((await toArray(store.readStream(fresh[1]))).map((e) => e.type)).toEqual(['Reserved']);
+  });
+
   it('appends many events at once and keeps their order', async () => {
     const { store } = ctx;
     const s = uniqueStream('many');

@@ -12,6 +12,7 @@ import {
   type RecordedEvent,
   START,
   StoreUnavailableError,
+  type StreamAppend,
   StreamNotFoundError,
 } from '../port.ts';
 import { startNotifyListener } from './listener.ts';
@@ -226,6 +227,17 @@ export async function createSqlEventStore(
         checkName('stream id', streamId),
         prepared,
         checkExpected(opts.expectedRevision ?? 'any'),
+      );
+    },
+
+    async appendAtomic(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+      if (closing) throw new StoreUnavailableError('the event store is closed');
+      return writer.appendAtomic(
+        appends.map((a) => ({
+          streamId: checkName('stream id', a.streamId),
+          events: prepareEvents(a.events),
+          expected: checkExpected(a.options?.expectedRevision ?? 'any'),
+        })),
       );
     },
 

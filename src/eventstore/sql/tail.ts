@@ -40,6 +40,10 @@ export function createLiveTail(deps: TailDeps): LiveTail {
     let position: SqlPosition | undefined;
     let backoff = 100;
     let lastQuery = 0;
+    /** The query about to run follows a wake-up (a commit), not the poll. */
+    let woken = false;
+    /** How long the events of a commit that woke us have stayed invisible, in ms of re-reads. */
+    let hiddenFor = 0;
     try {
       while (sinks.size > 0 && !deps.closed.aborted) {
         const seq = deps.wakeup.seq;
@@ -72,7 +76,18 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           }
         }
         if (isFullPage(rows, deps.limits)) continue;
+        if (rows.length === 0 && woken && hiddenFor < deps.pollMs) {
+          // A commit woke us but its events are not visible yet: a transaction that began before
+          // it (another batch, a projection's) is still open. It may end without a wake-up of its
+          // own, so look again soon instead of waiting for the next commit or the poll.
+          const wait = Math.min(Math.max(2, hiddenFor), 50);
+          hiddenFor += wait;
+          await sleep(wait, deps.closed);
+          continue;
+        }
+        hiddenFor = 0;
         await deps.wakeup.wait(seq, deps.pollMs, deps.closed);
+        woken = deps.wakeup.seq !== seq;
         const early = lastQuery + deps.minIntervalMs - performance.now();
         if (early > 0) await sleep(early, deps.closed);
       }

@@ -16,7 +16,8 @@ import { toHex } from './rows.ts';
  * one round trip: each append is checked on its own against the revision the appends before it
  * left, and the events of those that passed are inserted together. A wrong expected revision fails
  * that append alone. Appends to one stream apply in call order: a stream that is in a batch in
- * flight is not taken into another until that one ends.
+ * flight is not taken into another until that one ends. An atomic append (appendAtomic: several
+ * streams, all or none) is one unit of the queue and one group in the batch.
  */
 
 export interface PreparedEvent {
@@ -27,16 +28,25 @@ export interface PreparedEvent {
   readonly contentType: ContentType;
 }
 
-interface PendingAppend {
+/** One stream's part of an append. */
+export interface StreamWrite {
   readonly streamId: string;
   readonly events: readonly PreparedEvent[];
   readonly expected: ExpectedRevision;
+}
+
+/** A unit of the queue: one append, or an atomic append of several parts (all or none). */
+interface PendingAppend {
+  readonly parts: readonly StreamWrite[];
   readonly bytes: number;
-  readonly resolve: (result: AppendResult) => void;
+  readonly eventCount: number;
+  readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (err: unknown) => void;
 }
 
-type Outcome = { readonly last: bigint; position: string | null } | { readonly error: Error };
+type Outcome =
+  | { readonly results: { readonly last: bigint; position: string | null }[] }
+  | { readonly error: Error };
 
 export interface WriterOptions {
   readonly db: AnyDb;
@@ -60,6 +70,8 @@ export interface AppendWriter {
     events: readonly PreparedEvent[],
     expected: ExpectedRevision,
   ): Promise<AppendResult>;
+  /** The parts in one transaction, all or none: a wrong expected revision in one fails them all. */
+  appendAtomic(parts: readonly StreamWrite[]): Promise<AppendResult[]>;
   /** Resolves when nothing is queued or in flight. */
   drain(): Promise<void>;
 }
@@ -96,17 +108,16 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     let events = 0;
     for (const p of queue) {
       const fits =
-        batch.length === 0 ||
-        (bytes + p.bytes <= maxBatchBytes && events + p.events.length <= maxBatchEvents);
-      if (held.has(p.streamId) || !fits) {
-        held.add(p.streamId);
+        batch.length === 0 || (bytes + p.bytes <= maxBatchBytes && events + p.eventCount <= maxBatchEvents);
+      if (!fits || p.parts.some((w) => held.has(w.streamId))) {
+        for (const w of p.parts) held.add(w.streamId);
         rest.push(p);
         continue;
       }
       batch.push(p);
-      busy.add(p.streamId);
+      for (const w of p.parts) busy.add(w.streamId);
       bytes += p.bytes;
-      events += p.events.length;
+      events += p.eventCount;
     }
     queue = rest;
     return batch;
@@ -120,7 +131,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       inFlight++;
       void run(batch).finally(() => {
         inFlight--;
-        for (const p of batch) busy.delete(p.streamId);
+        for (const p of batch) for (const w of p.parts) busy.delete(w.streamId);
         if (queue.length === 0 && inFlight === 0) {
           const waiters = idleWaiters;
           idleWaiters = [];
@@ -135,9 +146,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await writeBatch(options, batch);
-        options.onCommitted(
-          batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.events.length), 0),
-        );
+        options.onCommitted(batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.eventCount), 0));
         await settle(batch, outcomes);
         return;
       } catch (err) {
@@ -175,22 +184,40 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
         continue;
       }
       try {
-        const position = o.position ?? (await options.lastPositionOf(p.streamId));
-        p.resolve({ nextExpectedRevision: o.last, position });
+        const results: AppendResult[] = [];
+        for (let j = 0; j < p.parts.length; j++) {
+          const r = o.results[j]!;
+          const position = r.position ?? (await options.lastPositionOf(p.parts[j]!.streamId));
+          results.push({ nextExpectedRevision: r.last, position });
+        }
+        p.resolve(results);
       } catch (err) {
         p.reject(err);
       }
     }
   }
 
+  function enqueue(parts: readonly StreamWrite[]): Promise<AppendResult[]> {
+    let bytes = 0;
+    let eventCount = 0;
+    for (const w of parts) {
+      eventCount += w.events.length;
+      for (const e of w.events) bytes += e.data.byteLength + (e.metadata?.byteLength ?? 0);
+    }
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      queue.push({ parts, bytes, eventCount, resolve, reject });
+      schedule();
+    });
+  }
+
   return {
-    append(streamId, events, expected) {
-      let bytes = 0;
-      for (const e of events) bytes += e.data.byteLength + (e.metadata?.byteLength ?? 0);
-      return new Promise<AppendResult>((resolve, reject) => {
-        queue.push({ streamId, events, expected, bytes, resolve, reject });
-        schedule();
-      });
+    async append(streamId, events, expected) {
+      const [result] = await enqueue([{ streamId, events, expected }]);
+      return result!;
+    },
+    appendAtomic(parts) {
+      if (parts.length === 0) return Promise.resolve([]);
+      return enqueue(parts);
     },
     drain() {
       if (queue.length === 0 && inFlight === 0) return Promise.resolve();
@@ -200,45 +227,73 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
 }
 
 /**
- * One batch in one call of es_append_batch (migrations/20261122000100_event_store.ts): a single
- * round trip and its own transaction, where the checks, the locks and the writes happen.
+ * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts): a
+ * single round trip and its own transaction, where the checks, the locks and the writes happen.
+ * The parts of an atomic append share a group number (1-based index of the unit; 0 for a lone
+ * append), and the function passes or fails a group as a whole.
  */
 async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[]): Promise<Outcome[]> {
+  const appends = {
+    stream: [] as string[],
+    expected: [] as string[],
+    count: [] as number[],
+    group: [] as number[],
+  };
   const events = { id: [] as string[], type: [] as string[], contentType: [] as string[] };
   const data: string[] = [];
   const metadata: Array<string | null> = [];
-  for (const p of batch) {
-    for (const e of p.events) {
-      events.id.push(e.id);
-      events.type.push(e.type);
-      events.contentType.push(e.contentType);
-      data.push(toHex(e.data));
-      metadata.push(e.metadata ? toHex(e.metadata) : null);
+  batch.forEach((p, unit) => {
+    for (const w of p.parts) {
+      appends.stream.push(w.streamId);
+      appends.expected.push(String(w.expected));
+      appends.count.push(w.events.length);
+      appends.group.push(p.parts.length > 1 ? unit + 1 : 0);
+      for (const e of w.events) {
+        events.id.push(e.id);
+        events.type.push(e.type);
+        events.contentType.push(e.contentType);
+        data.push(toHex(e.data));
+        metadata.push(e.metadata ? toHex(e.metadata) : null);
+      }
     }
-  }
+  });
   const { rows } = await sql<{
     ok: boolean;
+    conflict: boolean;
     revision: string;
     transaction_id: string | null;
     global_position: string | null;
   }>`
-    select ok, revision::text as revision, transaction_id, global_position
+    select ok, conflict, revision::text as revision, transaction_id, global_position
     from es_append_batch(
-      ${batch.map((p) => p.streamId)}::text[], ${batch.map((p) => String(p.expected))}::text[],
-      ${batch.map((p) => p.events.length)}::int[],
+      ${appends.stream}::text[], ${appends.expected}::text[], ${appends.count}::int[], ${appends.group}::int[],
       ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[], ${data}::text[], ${metadata}::text[],
       ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text)`.execute(options.db);
-  if (rows.length !== batch.length)
-    throw new Error(`es_append_batch answered ${rows.length} of ${batch.length} appends`);
-  return rows.map((row, i): Outcome => {
-    const p = batch[i]!;
-    const revision = BigInt(row.revision);
-    if (!row.ok) return { error: new WrongExpectedVersionError(p.streamId, p.expected, revision) };
-    if (row.transaction_id === null || row.global_position === null) {
-      // Only an empty append writes nothing; its position is looked up after the batch.
-      if (p.events.length > 0) throw new Error('es_append_batch wrote no event for an append it accepted');
-      return { last: revision, position: null };
+  if (rows.length !== appends.stream.length)
+    throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
+  let row = 0;
+  return batch.map((p): Outcome => {
+    const parts = rows.slice(row, row + p.parts.length);
+    row += p.parts.length;
+    const conflict = parts.findIndex((r) => r.conflict);
+    if (conflict >= 0) {
+      const w = p.parts[conflict]!;
+      return {
+        error: new WrongExpectedVersionError(w.streamId, w.expected, BigInt(parts[conflict]!.revision)),
+      };
     }
-    return { last: revision, position: formatPosition(row.transaction_id, row.global_position) };
+    if (parts.some((r) => !r.ok)) throw new Error('es_append_batch refused an append without a conflict');
+    return {
+      results: parts.map((r, j) => {
+        const revision = BigInt(r.revision);
+        if (r.transaction_id === null || r.global_position === null) {
+          // Only an empty append writes nothing; its position is looked up after the batch.
+          if (p.parts[j]!.events.length > 0)
+            throw new Error('es_append_batch wrote no event for an append it accepted');
+          return { last: revision, position: null };
+        }
+        return { last: revision, position: formatPosition(r.transaction_id, r.global_position) };
+      }),
+    };
   });
 }
