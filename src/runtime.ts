@@ -75,7 +75,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   try {
     await migrateToLatest(sql.db);
     store = await openStore(config, sql);
-    await assertQuarantineReserved(sql.db); // RULES (issue 7): spec 9, 0.4.0 item 7
+    // RULES (issue 7): spec 9, 0.4.0 item 7. Only a runtime that serves refuses to start; the
+    // maintenance commands (`hookline projections ...`, no projections started) must still run.
+    if (options.startProjections !== false) await assertQuarantineReserved(sql.db);
     const projections = createProjectionRunner({ sql, store, logger, projections: allProjections });
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;

@@ -112,6 +112,14 @@ describe('reserved queue name guard at start', () => {
     expect(message).toContain('todo td_pushedintoquarantine');
     expect(message).not.toContain('td_heldbyarule000000000');
 
+    // The maintenance runtime (`hookline projections ...`) still opens: rebuilding is how an
+    // operator may repair what the guard reports.
+    const maintenance = await createRuntime(
+      loadConfig({ HOOKLINE_LOG_LEVEL: 'silent', HOOKLINE_DATA_DIR: dataDir }, packageVersion()),
+      { logger: createLogger({ logLevel: 'silent' }), startProjections: false },
+    );
+    await maintenance.close();
+
     // Once the offenders are gone, it starts again (the lock of the refused start was released).
     const sql = await openPglite(dataDir);
     await sql.db.deleteFrom('endpoints').where('id', '=', 'ep_legacyquarantine0000').execute();
