@@ -5,7 +5,7 @@ import { hashCredential } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import type { IngestAck } from '../domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM, type DeliveryMetadata, type IngestAck } from '../domain/delivery/metadata.ts';
 import { loadAggregate } from '../domain/endpoint/aggregate.ts';
 import { ringDoorbell } from '../domain/endpoint/doorbell.ts';
 import { newId } from '../domain/endpoint/ids.ts';
@@ -22,9 +22,9 @@ import {
 } from '../domain/webhook/decide.ts';
 import { isWebhookEventType, type WebhookEvent } from '../domain/webhook/events.ts';
 import { HooklineError } from '../errors.ts';
-import { jsonEvent } from '../eventstore/codec.ts';
-import type { EventStore } from '../eventstore/port.ts';
-import type { WebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
+import { jsonEvent, parseMetadata } from '../eventstore/codec.ts';
+import { type EventStore, isWrongExpectedVersion, type RecordedEvent } from '../eventstore/port.ts';
+import type { RoutingPlan, WebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
 import { checkBody, type ParsedBody } from './body.ts';
 import { checkStandardWebhook, loadWebhookSigning, type WebhookSigning } from './endpoint-webhook-signing.ts';
 import { extractIdentity } from './extract.ts';
@@ -160,47 +160,120 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
         webhook_id: webhook.id,
       },
     });
-    // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung.
-    if (recorded.duplicate) return { ack: recorded.ack, todoId: null, duplicate: true };
+    // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless
+    // the first attempt was cut off between its delivery and its todo (the sender got no 2xx and
+    // retried): then this copy finishes it, with the original's todo id.
+    if (recorded.duplicate) {
+      const finished = await finishInterrupted(target, recorded.ack.id, plan);
+      return { ack: recorded.ack, todoId: finished, duplicate: true };
+    }
     // RULES (issue 7): dropped by a rule: recorded with its disposition, no todo.
     if (queue === null) {
       if (plan) await deps.router?.recordDisposition(plan, { eventId: recorded.ack.id, todoId: null });
       return { ack: recorded.ack, todoId: null, duplicate: false };
     }
+    await intake(target, {
+      todoId,
+      queue,
+      eventId: recorded.ack.id,
+      eventType: identity.event_type,
+      body: checked.body,
+      plan,
+    });
+    return { ack: recorded.ack, todoId, duplicate: false };
+  }
 
-    const title = `${webhook.name}: ${identity.event_type ?? 'delivery'} (event ${recorded.ack.id})`
+  /**
+   * What follows a recorded delivery: its todo, the doorbell, the disposition. False when the
+   * todo already exists: a retry of the same delivery finished it (finishInterrupted), and rang.
+   */
+  async function intake(
+    target: WebhookTarget,
+    d: {
+      readonly todoId: string;
+      readonly queue: string;
+      readonly eventId: number;
+      readonly eventType: string | null;
+      readonly body: ParsedBody;
+      readonly plan: RoutingPlan | null;
+    },
+  ): Promise<boolean> {
+    const { webhook, endpoint } = target;
+    const provider = `webhook:${webhook.id}`;
+    const title = `${webhook.name}: ${d.eventType ?? 'delivery'} (event ${d.eventId})`
       .replace(CONTROL, ' ')
       .slice(0, 200);
     const events = decideCreateTodo(
       {
-        todoId,
+        todoId: d.todoId,
         endpoint,
-        queue,
+        queue: d.queue,
         kind: 'webhook',
         title,
-        payload: payloadOf(checked.body),
+        payload: payloadOf(d.body),
         key: null,
         source: provider,
-        eventId: recorded.ack.id,
+        eventId: d.eventId,
         human: provider,
       },
       initialTodoState,
       clock.now(),
     );
-    await store.append(
-      todoStream(todoId),
-      events.map((e) => jsonEvent(e.type, e.data)),
-      { expectedRevision: 'no_stream' },
-    );
+    try {
+      await store.append(
+        todoStream(d.todoId),
+        events.map((e) => jsonEvent(e.type, e.data)),
+        { expectedRevision: 'no_stream' },
+      );
+    } catch (err) {
+      if (isWrongExpectedVersion(err)) return false;
+      throw err;
+    }
     // RULES (issue 7): a delivery held in quarantine rings no doorbell (spec 3).
-    if (queue !== QUARANTINE) {
+    if (d.queue !== QUARANTINE) {
       await ringDoorbell(
         { store, clock },
-        { endpointId: endpoint.id, queue, todoId, eventId: recorded.ack.id },
+        { endpointId: endpoint.id, queue: d.queue, todoId: d.todoId, eventId: d.eventId },
       );
     }
-    if (plan) await deps.router?.recordDisposition(plan, { eventId: recorded.ack.id, todoId }); // RULES (issue 7)
-    return { ack: recorded.ack, todoId, duplicate: false };
+    if (d.plan) await deps.router?.recordDisposition(d.plan, { eventId: d.eventId, todoId: d.todoId }); // RULES (issue 7)
+    return true;
+  }
+
+  /**
+   * The original delivery's todo, when its metadata names one that was never created. Uses the
+   * original's todo id, queue and bytes; the expected revision `no_stream` lets only one of
+   * several racing copies create it. Returns the todo id it created, or null.
+   */
+  async function finishInterrupted(
+    target: WebhookTarget,
+    eventId: number,
+    plan: RoutingPlan | null,
+  ): Promise<string | null> {
+    let original: RecordedEvent | undefined;
+    for await (const e of store.readStream(DELIVERIES_STREAM, {
+      fromRevision: BigInt(eventId - 1),
+      maxCount: 1,
+    })) {
+      original = e;
+    }
+    if (!original) return null;
+    const metadata = parseMetadata(original) as Partial<DeliveryMetadata> | null;
+    const route = metadata?.route as { todo_id?: unknown; queue?: unknown } | undefined;
+    if (typeof route?.todo_id !== 'string' || typeof route.queue !== 'string') return null;
+    if ((await store.streamInfo(todoStream(route.todo_id))).revision >= 0n) return null;
+    const checked = checkBody(metadata?.content_type ?? undefined, original.data);
+    if (!checked.ok) return null;
+    const created = await intake(target, {
+      todoId: route.todo_id,
+      queue: route.queue,
+      eventId,
+      eventType: metadata?.event_type ?? null,
+      body: checked.body,
+      // The disposition only when this copy's rules decide as the original's did.
+      plan: plan && plan.queue === route.queue ? plan : null,
+    });
+    return created ? route.todo_id : null;
   }
 
   return { lookup, receive };

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTodo } from '../../projections/todos.ts';
+import { systemClock } from '../../src/clock.ts';
+import { newId } from '../../src/domain/endpoint/ids.ts';
 import { revokeEndpoint } from '../../src/domain/endpoint/revoke.ts';
+import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { readStream } from '../api/client.ts';
 import { connectAgent, eventually, settled, startServer, type TestServer, vend } from './support.ts';
 
@@ -138,6 +141,70 @@ describe('endpoint-owned webhooks: create_webhook, POST /webhooks/w/<token>, lis
       expect(listed.webhooks.map((w) => w.webhook_id).sort()).toEqual([ep.webhookId, hook.webhook_id].sort());
       expect(JSON.stringify(listed)).not.toContain('whsec_');
       expect(JSON.stringify(listed)).not.toContain(token);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('a retry finishes a delivery whose first attempt stopped between the log and its todo: one todo, rung once', async () => {
+    const ep = await vend(server);
+    const agent = await connectAgent(ep);
+    try {
+      await agent.client.subscribeResource({ uri: 'hookline://queues/inbox' });
+      const hook = await agent.ok<Created>('create_webhook', { name: 'interrupted' });
+      const body = JSON.stringify({ type: 'job.done', data: { n: 7 } });
+      const headers = signed(hook.signing_secret, body);
+      // The first attempt as the receiver records it, then the process dies before the todo (and
+      // before its 202): only the delivery, naming the todo it was about to create, is in the log.
+      const todoId = newId('td');
+      const first = await createDeliveryRecorder({ store: server.runtime.store, clock: systemClock }).record({
+        payload: new TextEncoder().encode(body),
+        provider: `webhook:${hook.webhook_id}`,
+        family: 'webhook',
+        trust_mode: 'token',
+        verified: true,
+        verify_detail: 'standard-webhooks v1',
+        event_type: 'job.done',
+        external_id: headers['webhook-id']!,
+        content_type: 'application/json',
+        source_ip: '127.0.0.1',
+        headers: {},
+        route: {
+          endpoint_id: ep.id,
+          slug: ep.slug,
+          queue: 'inbox',
+          todo_id: todoId,
+          kind: 'webhook',
+          webhook_id: hook.webhook_id,
+        },
+      });
+      expect(first.duplicate).toBe(false);
+      expect((await server.runtime.store.streamInfo(`todo-${todoId}`)).revision).toBe(-1n);
+
+      // The sender got no 2xx and retries: the same delivery, answered with the original's id,
+      // and now with its todo. Two more copies at once change nothing.
+      const retry = await send(hook.ingest_url, body, headers);
+      expect(retry.status).toBe(202);
+      expect(((await retry.json()) as Ack).id).toBe(first.ack.id);
+      await agent.waitForRing('hookline://queues/inbox');
+      const more = await Promise.all([1, 2].map(() => send(hook.ingest_url, body, headers)));
+      expect(more.map((r) => r.status)).toEqual([202, 202]);
+      await settled(server);
+      const claimed = await agent.ok<{
+        todo: { id: string; event_id: number; untrusted: { payload: unknown } };
+      }>('claim_next', {});
+      expect(claimed.todo).toMatchObject({ id: todoId, event_id: first.ack.id });
+      expect(claimed.todo.untrusted.payload).toEqual(JSON.parse(body));
+      const todos = await server.runtime.db
+        .selectFrom('todos')
+        .select('id')
+        .where('event_id', '=', BigInt(first.ack.id))
+        .execute();
+      expect(todos.map((t) => t.id)).toEqual([todoId]);
+      const rings = (await readStream(server.runtime.store, `doorbell-${ep.id}`)).filter(
+        (e) => (JSON.parse(new TextDecoder().decode(e.raw)) as { todo_id?: string }).todo_id === todoId,
+      );
+      expect(rings).toHaveLength(1);
     } finally {
       await agent.close();
     }
