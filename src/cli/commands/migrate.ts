@@ -7,8 +7,7 @@ import {
   type LockHolder,
   readLockHolder,
 } from '../../db/lockfile.ts';
-import { migrateToLatest } from '../../db/migrate.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../db/open.ts';
+import type { SqlDatabase } from '../../db/open.ts';
 import { CliExit, globalOptions, loadCliConfig } from '../support.ts';
 
 /** Asks a running server its version through /healthz; undefined when it does not answer. */
@@ -42,6 +41,9 @@ async function throughServer(config: Config, holder: LockHolder): Promise<string
 }
 
 async function migrateDirectly(config: Config): Promise<readonly MigrationResult[]> {
+  // Loaded here, not at the top: the drivers are not needed for `--help` or the other commands.
+  const { openPglite, openPostgres } = await import('../../db/open.ts');
+  const { migrateToLatest } = await import('../../db/migrate.ts');
   let sql: SqlDatabase;
   let release: (() => Promise<void>) | undefined;
   if (config.mode === 'embedded') {

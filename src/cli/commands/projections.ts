@@ -9,8 +9,6 @@ import {
   readLockHolder,
 } from '../../db/lockfile.ts';
 import { isHooklineError } from '../../errors.ts';
-import { createLogger } from '../../logger.ts';
-import { createRuntime } from '../../runtime.ts';
 import { CliExit, globalOptions, loadCliConfig } from '../support.ts';
 
 /** Where the commands act: the running server's admin routes, or the database opened here. */
@@ -100,6 +98,9 @@ function httpBackend(base: string): Backend {
 }
 
 async function directBackend(config: Config, release?: () => Promise<void>): Promise<Backend> {
+  // Loaded here, not at the top: `hookline --help` and the other commands need none of it.
+  const { createLogger } = await import('../../logger.ts');
+  const { createRuntime } = await import('../../runtime.ts');
   const logger = createLogger({ logLevel: 'warn' }, process.stderr as never);
   let runtime: Awaited<ReturnType<typeof createRuntime>>;
   try {
