@@ -146,7 +146,13 @@ export async function createSqlEventStore(
 
   const listener =
     isPostgres && sqlDb.pool
-      ? startNotifyListener(sqlDb.pool, channel, instance, wakeup.fire, (err) => onError(err, 'listen'))
+      ? startNotifyListener(
+          sqlDb.pool,
+          channel,
+          instance,
+          () => wakeup.fire(),
+          (err) => onError(err, 'listen'),
+        )
       : undefined;
 
   const statistics = createStatisticsKeeper(db, (err) => onError(err, 'analyze'));
@@ -155,8 +161,8 @@ export async function createSqlEventStore(
     maxInFlight: isPostgres ? Math.max(1, options.writers ?? 2) : 1,
     notifyChannel: isPostgres ? channel : undefined,
     notifyPayload: instance,
-    onCommitted: (events) => {
-      wakeup.fire();
+    onCommitted: (events, newest) => {
+      wakeup.fire(newest);
       if (!isPostgres) statistics.count(events);
     },
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),

@@ -1,4 +1,4 @@
-import { parsePosition, type SqlPosition } from './positions.ts';
+import { compareSqlPositions, parsePosition, type SqlPosition } from './positions.ts';
 import { type AnyDb, isFullPage, type PageLimits, readAllPage, readHeadPosition } from './reads.ts';
 import type { EventRow } from './rows.ts';
 import { sleep, type Wakeup } from './wakeup.ts';
@@ -76,10 +76,17 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           }
         }
         if (isFullPage(rows, deps.limits)) continue;
-        if (rows.length === 0 && woken && hiddenFor < deps.pollMs) {
-          // A commit woke us but its events are not visible yet: a transaction that began before
-          // it (another batch, a projection's) is still open. It may end without a wake-up of its
-          // own, so look again soon instead of waiting for the next commit or the poll.
+        // A commit woke us but its events are not visible yet: a transaction that began before it
+        // (another batch, a projection's) is still open, and may end without a wake-up of its
+        // own. So look again soon instead of waiting for the next commit or the poll. We know it
+        // for this process's own commits (their positions); for another process's, a wake-up
+        // that found nothing at all says as much.
+        const own = deps.wakeup.committed;
+        const behindOwn =
+          own !== undefined &&
+          position !== undefined &&
+          compareSqlPositions(position, parsePosition(own)) < 0;
+        if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < deps.pollMs) {
           const wait = Math.min(Math.max(2, hiddenFor), 50);
           hiddenFor += wait;
           await sleep(wait, deps.closed);

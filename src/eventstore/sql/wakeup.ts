@@ -1,4 +1,6 @@
 import { Subject } from 'rxjs';
+import type { Position } from '../port.ts';
+import { comparePositions } from './positions.ts';
 
 /**
  * Wakes `$all` readers: fired after each commit of this process, and on PostgreSQL by NOTIFY from
@@ -8,7 +10,10 @@ import { Subject } from 'rxjs';
 export interface Wakeup {
   /** Grows with each wake-up; read it before querying and pass it to wait(). */
   readonly seq: number;
-  fire(): void;
+  /** The newest position this process has committed (its own appends), if any. */
+  readonly committed: Position | undefined;
+  /** A commit happened: of this process (with its newest position) or, notified, of another. */
+  fire(position?: Position): void;
   /** Resolves at the first wake-up after `since` (at once if there was one), after `ms`, or on abort. */
   wait(since: number, ms: number, signal: AbortSignal): Promise<void>;
   complete(): void;
@@ -16,12 +21,20 @@ export interface Wakeup {
 
 export function createWakeup(): Wakeup {
   let seq = 0;
+  let committed: Position | undefined;
   const ticks = new Subject<number>();
   return {
     get seq() {
       return seq;
     },
-    fire() {
+    get committed() {
+      return committed;
+    },
+    fire(position) {
+      // Batches in flight on two connections may commit out of position order: keep the newest.
+      if (position !== undefined && (committed === undefined || comparePositions(position, committed) > 0)) {
+        committed = position;
+      }
       seq++;
       ticks.next(seq);
     },

@@ -56,8 +56,11 @@ export interface WriterOptions {
   readonly notifyChannel: string | undefined;
   /** Identifies this store's own notifications, which its listener ignores. */
   readonly notifyPayload: string;
-  /** Called after each commit with the number of events written, to wake this process's readers. */
-  readonly onCommitted: (events: number) => void;
+  /**
+   * Called after each commit with the number of events written and the position of the newest
+   * (undefined when nothing was written), to wake this process's readers.
+   */
+  readonly onCommitted: (events: number, newest: string | undefined) => void;
   /** Resolves an empty append's position (it writes nothing). */
   readonly lastPositionOf: (streamId: string) => Promise<string>;
   readonly maxBatchBytes?: number;
@@ -146,7 +149,15 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await writeBatch(options, batch);
-        options.onCommitted(batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.eventCount), 0));
+        let newest: string | undefined;
+        for (const o of outcomes) {
+          if ('error' in o) continue;
+          for (const r of o.results) if (r.position !== null) newest = r.position; // one transaction: the last is the newest
+        }
+        options.onCommitted(
+          batch.reduce((n, p, i) => n + ('error' in outcomes[i]! ? 0 : p.eventCount), 0),
+          newest,
+        );
         await settle(batch, outcomes);
         return;
       } catch (err) {
