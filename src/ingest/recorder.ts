@@ -65,6 +65,9 @@ export interface RecorderDeps {
 const encoder = new TextEncoder();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A taken reservation stays a WrongExpectedVersionError (the caller follows it); the rest is storageError. */
+const appendError = (e: unknown): Error => (isWrongExpectedVersion(e) ? e : storageError(e));
+
 function storageError(e: unknown): HooklineError {
   if (e instanceof HooklineError) return e;
   if (e instanceof EventTooLargeError) {
@@ -139,16 +142,14 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       try {
         result = (await store.appendAtomic([reserve, delivery]))[1]!;
       } catch (e) {
-        if (isWrongExpectedVersion(e)) throw e;
-        throw storageError(e);
+        throw appendError(e);
       }
     } else {
       if (reserve) {
         try {
           await store.append(reserve.streamId, reserve.events, reserve.options);
         } catch (e) {
-          if (isWrongExpectedVersion(e)) throw e;
-          throw storageError(e);
+          throw appendError(e);
         }
       }
       try {

@@ -83,9 +83,7 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         // that found nothing at all says as much.
         const own = deps.wakeup.committed;
         const behindOwn =
-          own !== undefined &&
-          position !== undefined &&
-          compareSqlPositions(position, parsePosition(own)) < 0;
+          own !== undefined && position !== undefined && compareSqlPositions(position, own) < 0;
         if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < deps.pollMs) {
           const wait = Math.min(Math.max(2, hiddenFor), 50);
           hiddenFor += wait;

@@ -1,6 +1,6 @@
 import { Subject } from 'rxjs';
 import type { Position } from '../port.ts';
-import { comparePositions } from './positions.ts';
+import { compareSqlPositions, parsePosition, type SqlPosition } from './positions.ts';
 
 /**
  * Wakes `$all` readers: fired after each commit of this process, and on PostgreSQL by NOTIFY from
@@ -10,8 +10,8 @@ import { comparePositions } from './positions.ts';
 export interface Wakeup {
   /** Grows with each wake-up; read it before querying and pass it to wait(). */
   readonly seq: number;
-  /** The newest position this process has committed (its own appends), if any. */
-  readonly committed: Position | undefined;
+  /** The newest position this process has committed (its own appends), if any, parsed once. */
+  readonly committed: SqlPosition | undefined;
   /** A commit happened: of this process (with its newest position) or, notified, of another. */
   fire(position?: Position): void;
   /** Resolves at the first wake-up after `since` (at once if there was one), after `ms`, or on abort. */
@@ -21,7 +21,7 @@ export interface Wakeup {
 
 export function createWakeup(): Wakeup {
   let seq = 0;
-  let committed: Position | undefined;
+  let committed: SqlPosition | undefined;
   const ticks = new Subject<number>();
   return {
     get seq() {
@@ -32,8 +32,9 @@ export function createWakeup(): Wakeup {
     },
     fire(position) {
       // Batches in flight on two connections may commit out of position order: keep the newest.
-      if (position !== undefined && (committed === undefined || comparePositions(position, committed) > 0)) {
-        committed = position;
+      if (position !== undefined) {
+        const p = parsePosition(position);
+        if (committed === undefined || compareSqlPositions(p, committed) > 0) committed = p;
       }
       seq++;
       ticks.next(seq);
