@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -138,6 +138,20 @@ interface Figures {
   ok: number;
   non2xx: number;
   errors: number;
+  /** The server's peak resident set (VmHWM), MB; undefined where /proc is not there. */
+  peakRssMb?: number;
+}
+
+/** The peak resident set of a child so far, from /proc (Linux). */
+async function peakRssMb(pid: number | undefined): Promise<number | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(status);
+    return kb ? Number(kb[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function drive(
@@ -246,7 +260,7 @@ async function main(): Promise<void> {
       try {
         if (warmup > 0) await drive(target, port, warmup, connections, body, deliveryIds);
         const figures = await drive(target, port, seconds, connections, body, deliveryIds);
-        results.push(figures);
+        results.push({ ...figures, peakRssMb: await peakRssMb(child.pid) });
         console.log(`  ${target}: done`);
       } finally {
         await stopChild(child);
@@ -257,11 +271,11 @@ async function main(): Promise<void> {
   }
 
   const bare = results.find((r) => r.target === 'bare');
-  console.log('\ntarget     req/s     p50 ms  p99 ms  ratio   2xx       non-2xx  errors');
+  console.log('\ntarget     req/s     p50 ms  p99 ms  ratio   2xx       non-2xx  errors  peak RSS MB');
   for (const r of results) {
     const ratio = bare ? `${((r.rps / bare.rps) * 100).toFixed(1)}%` : 'n/a';
     console.log(
-      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio.padStart(6)}  ${String(r.ok).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
+      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio.padStart(6)}  ${String(r.ok).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${r.peakRssMb === undefined ? 'n/a' : r.peakRssMb.toFixed(0).padStart(11)}`,
     );
   }
   console.log(`\nload average at end: ${load()}`);
