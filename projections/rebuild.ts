@@ -130,8 +130,17 @@ export function progressTracker(
 }
 
 /**
+ * Batches a rebuild applies side by side on PostgreSQL when they commute (Projection.commutes):
+ * one transaction keeps one backend busy, and the second keeps the other core of a small machine
+ * working while this process reads and encodes the next batch.
+ */
+export const PARALLEL_APPLIES = 2;
+
+/**
  * Replays the log after `from` into `schema` until a read comes back short (caught up with the
- * tail as it was then). On PostgreSQL the next batch is read while the current one is applied.
+ * tail as it was then). On PostgreSQL the next batch is read while the current one is applied,
+ * and batches of commuting events are applied up to PARALLEL_APPLIES at a time; a batch holding
+ * any other event is applied alone, after every earlier batch and before any later one.
  */
 export async function replay(
   deps: RebuildDeps,
@@ -144,23 +153,51 @@ export async function replay(
   const { store, batchSize } = deps;
   const db = deps.sql.db;
   const prefetch = deps.sql.kind === 'postgres';
+  const lanes = prefetch && projection.commutes ? PARALLEL_APPLIES : 1;
+  const commutes = (e: RecordedEvent) =>
+    (projection.handles !== undefined && !projection.handles(e)) || projection.commutes!(e);
+  const applying = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  const check = () => {
+    if (failure) throw failure.error;
+  };
   let position = from;
   let next: Promise<RecordedEvent[]> = readBatch(store, position, batchSize);
-  for (;;) {
-    if (signal?.aborted) throw abortError();
-    const batch = await next;
-    if (batch.length === 0) return position;
-    const last = batch[batch.length - 1]!.position;
-    const full = batch.length === batchSize;
-    if (prefetch && full) next = readBatch(store, last, batchSize);
-    await applyToSchema(db, projection, schema, batch);
-    position = last;
-    progress.advance(batch.length);
-    if (!full) return position;
-    // PGlite answers in microtasks: without a turn of the event loop here, requests arriving over
-    // the network (ingestion) would wait for the whole replay instead of one batch.
-    await yieldToEventLoop();
-    if (!prefetch) next = readBatch(store, position, batchSize);
+  try {
+    for (;;) {
+      if (signal?.aborted) throw abortError();
+      const batch = await next;
+      if (batch.length === 0) break;
+      const last = batch[batch.length - 1]!.position;
+      const full = batch.length === batchSize;
+      if (prefetch && full) next = readBatch(store, last, batchSize);
+      const alone = lanes === 1 || !batch.every(commutes);
+      if (alone) await Promise.all(applying);
+      while (applying.size >= lanes) await Promise.race(applying);
+      check();
+      const done = applyToSchema(db, projection, schema, batch).then(
+        () => progress.advance(batch.length),
+        (error: unknown) => {
+          failure ??= { error };
+        },
+      );
+      applying.add(done);
+      void done.finally(() => applying.delete(done));
+      if (alone) await done;
+      check();
+      position = last;
+      if (!full) break;
+      // PGlite answers in microtasks: without a turn of the event loop here, requests arriving over
+      // the network (ingestion) would wait for the whole replay instead of one batch.
+      await yieldToEventLoop();
+      if (!prefetch) next = readBatch(store, position, batchSize);
+    }
+    await Promise.all(applying);
+    check();
+    return position;
+  } finally {
+    // Never leave a transaction writing into a schema the caller may drop next.
+    await Promise.all(applying);
   }
 }
 

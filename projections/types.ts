@@ -23,6 +23,13 @@ export interface Projection {
   createTables(db: Kysely<Database>): Promise<void>;
   /** Cheap pre-filter; events it rejects still advance the checkpoint. Default: every event. */
   handles?(event: Pick<RecordedEvent, 'streamId' | 'type'>): boolean;
+  /**
+   * True for events whose effect does not depend on the order in which batches commit, such as
+   * the insert of a row that nothing else writes. A rebuild on PostgreSQL applies batches made
+   * only of such events side by side; a batch holding any other event first waits for every
+   * earlier batch. Default: no event commutes (batches apply one after another).
+   */
+  commutes?(event: Pick<RecordedEvent, 'streamId' | 'type'>): boolean;
   /** Applies events in `$all` order. `db` is the open transaction, schema-scoped. */
   apply(db: Kysely<Database>, events: readonly RecordedEvent[]): Promise<void>;
 }
