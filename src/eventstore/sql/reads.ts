@@ -1,7 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { type Position, START } from '../port.ts';
 import { formatPosition, type SqlPosition } from './positions.ts';
-import { type EventRow, eventColumns, rowBytes, rowSize } from './rows.ts';
+import { type EventRow, eventColumns, rowBytes } from './rows.ts';
 
 /**
  * The read queries, the same SQL on PGlite and PostgreSQL. `$all` shows only transactions below
@@ -26,15 +26,15 @@ export const defaultPage: PageLimits = { maxRows: 1000, maxBytes: 8 * 1024 * 102
 export function isFullPage(rows: readonly EventRow[], limits: PageLimits): boolean {
   if (rows.length >= limits.maxRows) return true;
   let bytes = 0;
-  for (const r of rows) bytes += rowSize(r);
+  for (const r of rows) bytes += r.size;
   return bytes >= limits.maxBytes;
 }
 
 async function page(db: AnyDb, where: RawBuilder<unknown>, order: RawBuilder<unknown>, limits: PageLimits) {
   const { rows } = await sql<EventRow>`
-    select tx, gp, stream_id, revision, event_id, event_type, content_type, data_hex, metadata_hex, created_at
+    select tx, gp, stream_id, revision, event_id, event_type, content_type, data_b64, metadata_b64, size, created_at
     from (
-      select ${eventColumns},
+      select ${eventColumns}, ${rowBytes}::int4 as size,
         row_number() over w as n,
         sum(${rowBytes}) over w - ${rowBytes} as bytes_before
       from es_events

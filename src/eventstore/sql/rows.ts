@@ -5,8 +5,10 @@ import { formatPosition } from './positions.ts';
 /**
  * An event row as the read queries return it. Numbers travel as text: PGlite returns int8 as a JS
  * number (exact only up to 2^53) and node-pg leaves xid8 as text, so both adapters parse the same.
- * Bytes travel as hex text decoded by Buffer: PGlite's own bytea parser works a byte at a time in
- * JS and was measured 10x slower than this; on node-pg it is what its parser does anyway.
+ * Bytes travel as base64 text decoded by Buffer: PGlite's own bytea parser works a byte at a time in
+ * JS and was measured 10x slower than this, and node-pg's reads bytea as hex, half again as long on
+ * the wire and three times slower to decode (1.9 against 0.6 µs for 1.5 KB here). `size` is the
+ * bytes of data and metadata, for the page bound.
  */
 export interface EventRow {
   readonly tx: string;
@@ -16,20 +18,18 @@ export interface EventRow {
   readonly event_id: string;
   readonly event_type: string;
   readonly content_type: string;
-  readonly data_hex: string;
-  readonly metadata_hex: string | null;
+  readonly data_b64: string;
+  readonly metadata_b64: string | null;
+  readonly size: number;
   readonly created_at: Date;
 }
 
 export const eventColumns = sql`transaction_id::text as tx, global_position::text as gp, stream_id,
   revision::text as revision, event_id::text as event_id, event_type, content_type,
-  encode(data, 'hex') as data_hex, encode(metadata, 'hex') as metadata_hex, created_at`;
+  encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at`;
 
 /** Bytes a row weighs, for the page bound: octet_length reads a TOASTed value's size without fetching it. */
 export const rowBytes = sql`(octet_length(data) + coalesce(octet_length(metadata), 0))`;
-
-/** Bytes of data and metadata a row carries, without decoding it. */
-export const rowSize = (row: EventRow): number => (row.data_hex.length + (row.metadata_hex?.length ?? 0)) / 2;
 
 /** Hex for a bytea parameter, decoded by `decode(x, 'hex')` in SQL (see EventRow for why). */
 export const toHex = (bytes: Uint8Array): string =>
@@ -42,8 +42,9 @@ export function toRecordedEvent(row: EventRow): RecordedEvent {
     revision: BigInt(row.revision),
     position: formatPosition(row.tx, row.gp),
     type: row.event_type,
-    data: Buffer.from(row.data_hex, 'hex'),
-    metadata: row.metadata_hex === null ? null : Buffer.from(row.metadata_hex, 'hex'),
+    // PostgreSQL breaks base64 into lines of 76; Buffer skips the line breaks.
+    data: Buffer.from(row.data_b64, 'base64'),
+    metadata: row.metadata_b64 === null ? null : Buffer.from(row.metadata_b64, 'base64'),
     contentType: row.content_type as ContentType,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
