@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions, types } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
@@ -22,14 +22,28 @@ export interface SqlDatabase {
   close(): Promise<void>;
 }
 
+/**
+ * bytea through Buffer's hex codec: PGlite's own turns each byte into a string of its own, about
+ * 135 µs for a 1.5 KB payload going in (the log's every row), against about 2 µs here.
+ */
+const byteaCodecs: Pick<PGliteOptions, 'parsers' | 'serializers'> = {
+  serializers: {
+    [types.BYTEA]: (value: unknown) => {
+      if (!(value instanceof Uint8Array)) throw new TypeError('a bytea parameter takes a Uint8Array');
+      return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
+    },
+  },
+  parsers: { [types.BYTEA]: (value: string) => Buffer.from(value.slice(2), 'hex') },
+};
+
 export async function openPglite(dataDir: string | undefined): Promise<SqlDatabase> {
   let pglite: PGlite;
   if (dataDir) {
     const dir = path.join(dataDir, 'pglite');
     await mkdir(dir, { recursive: true });
-    pglite = await PGlite.create(dir);
+    pglite = await PGlite.create(dir, byteaCodecs);
   } else {
-    pglite = await PGlite.create(); // in memory, for tests
+    pglite = await PGlite.create(byteaCodecs); // in memory, for tests
   }
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return {
