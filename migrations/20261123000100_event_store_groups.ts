@@ -18,10 +18,37 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function es_append_batch(text[], text[], int[], uuid[], text[], text[], text[], text[], text, text)`.execute(
     db,
   );
+  await createAppendBatchV2(db);
+}
+
+/**
+ * How a version of the function takes the events' bytes: its parameters in place of
+ * `e_data, e_metadata`, and the expressions of the inserted `data` and `metadata` of event `i`.
+ */
+export interface BytesInput {
+  readonly params: string;
+  readonly data: (i: string) => string;
+  readonly metadata: (i: string) => string;
+}
+
+/** This version's: one hex string per event in a text array. */
+export const HEX_TEXT_INPUT: BytesInput = {
+  params: 'e_data text[], e_metadata text[]',
+  data: (i) => `decode(e_data[${i}], 'hex')`,
+  metadata: (i) => `decode(e_metadata[${i}], 'hex')`,
+};
+
+/** The second version of es_append_batch; a later version changes only how the bytes come in. */
+// biome-ignore lint/suspicious/noExplicitAny: as above
+export async function createAppendBatchV2(
+  db: Kysely<any>,
+  input: BytesInput = HEX_TEXT_INPUT,
+): Promise<void> {
+  const at = 'a.off + g.j';
   await sql`
     create function es_append_batch(
       a_streams text[], a_expected text[], a_counts int[], a_groups int[],
-      e_ids uuid[], e_types text[], e_content_types text[], e_data text[], e_metadata text[],
+      e_ids uuid[], e_types text[], e_content_types text[], ${sql.raw(input.params)},
       notify_channel text, notify_payload text
     ) returns table (ok boolean, conflict boolean, revision bigint, transaction_id text, global_position text)
     language plpgsql as $fn$
@@ -98,7 +125,7 @@ export async function up(db: Kysely<any>): Promise<void> {
         with ins as (
           insert into es_events (stream_id, revision, event_id, event_type, content_type, data, metadata)
           select a.stream, a.base + g.j, e_ids[a.off + g.j], e_types[a.off + g.j], e_content_types[a.off + g.j],
-            decode(e_data[a.off + g.j], 'hex'), decode(e_metadata[a.off + g.j], 'hex')
+            ${sql.raw(input.data(at))}, ${sql.raw(input.metadata(at))}
           from unnest(a_streams, passed, base, offsets, a_counts) with ordinality as a(stream, ok, base, off, cnt, ord)
           cross join lateral generate_series(1, a.cnt) as g(j)
           where a.ok

@@ -31,10 +31,6 @@ export const eventColumns = sql`transaction_id::text as tx, global_position::tex
 /** Bytes a row weighs, for the page bound: octet_length reads a TOASTed value's size without fetching it. */
 export const rowBytes = sql`(octet_length(data) + coalesce(octet_length(metadata), 0))`;
 
-/** Hex for a bytea parameter, decoded by `decode(x, 'hex')` in SQL (see EventRow for why). */
-export const toHex = (bytes: Uint8Array): string =>
-  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
-
 export function toRecordedEvent(row: EventRow): RecordedEvent {
   return {
     id: row.event_id,

@@ -9,7 +9,6 @@ import {
 import { isConnectionError, isTransientConflict, isUnreachable } from './errors.ts';
 import { formatPosition } from './positions.ts';
 import type { AnyDb } from './reads.ts';
-import { toHex } from './rows.ts';
 
 /**
  * Group commit. Concurrent append() calls queue up and are written together in one transaction,
@@ -238,7 +237,30 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
 }
 
 /**
- * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts): a
+ * The bytes of a batch's events as one buffer with each event's offset and length (a null length
+ * for a null value): one bytea parameter, sent in binary, instead of a text array of hex strings.
+ */
+function packer() {
+  const parts: Uint8Array[] = [];
+  const offsets: number[] = [];
+  const lengths: Array<number | null> = [];
+  let size = 0;
+  return {
+    offsets,
+    lengths,
+    push(bytes: Uint8Array | null): void {
+      offsets.push(size);
+      lengths.push(bytes ? bytes.byteLength : null);
+      if (!bytes) return;
+      parts.push(bytes);
+      size += bytes.byteLength;
+    },
+    bytes: (): Buffer => Buffer.concat(parts, size),
+  };
+}
+
+/**
+ * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts, bytes as in 20261123000200): a
  * single round trip and its own transaction, where the checks, the locks and the writes happen.
  * The parts of an atomic append share a group number (1-based index of the unit; 0 for a lone
  * append), and the function passes or fails a group as a whole.
@@ -251,8 +273,8 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
     group: [] as number[],
   };
   const events = { id: [] as string[], type: [] as string[], contentType: [] as string[] };
-  const data: string[] = [];
-  const metadata: Array<string | null> = [];
+  const data = packer();
+  const metadata = packer();
   batch.forEach((p, unit) => {
     for (const w of p.parts) {
       appends.stream.push(w.streamId);
@@ -263,8 +285,8 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
         events.id.push(e.id);
         events.type.push(e.type);
         events.contentType.push(e.contentType);
-        data.push(toHex(e.data));
-        metadata.push(e.metadata ? toHex(e.metadata) : null);
+        data.push(e.data);
+        metadata.push(e.metadata);
       }
     }
   });
@@ -278,7 +300,9 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
     select ok, conflict, revision::text as revision, transaction_id, global_position
     from es_append_batch(
       ${appends.stream}::text[], ${appends.expected}::text[], ${appends.count}::int[], ${appends.group}::int[],
-      ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[], ${data}::text[], ${metadata}::text[],
+      ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[],
+      ${data.bytes()}::bytea, ${data.offsets}::int[], ${data.lengths}::int[],
+      ${metadata.bytes()}::bytea, ${metadata.offsets}::int[], ${metadata.lengths}::int[],
       ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text)`.execute(options.db);
   if (rows.length !== appends.stream.length)
     throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
