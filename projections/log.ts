@@ -41,69 +41,80 @@ export interface LogTables {
 }
 
 const decoder = new TextDecoder();
-const INSERT_CHUNK = 1_000; // 16 parameters a row stays far below PostgreSQL's 65,535
-
-const LOG_COLUMNS = [
-  'id',
-  'event_uuid',
-  'position',
-  'provider',
-  'event_type',
-  'trust_mode',
-  'verified',
-  'verify_detail',
-  'external_id',
-  'content_type',
-  'source_ip',
-  'headers',
-  'payload',
-  'payload_size',
-  'received_at',
-  'disposition',
-] as const;
-
-/** One row's parameters, in LOG_COLUMNS order. */
-function toParams(e: RecordedEvent): unknown[] {
-  const m = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
-  return [
-    eventIdFromRevision(e.revision),
-    e.id,
-    e.position,
-    m.provider,
-    m.event_type ?? null,
-    m.trust_mode,
-    m.verified,
-    m.verify_detail ?? null,
-    m.external_id ?? null,
-    m.content_type ?? null,
-    m.source_ip ?? null,
-    JSON.stringify(m.headers ?? {}),
-    // pg sends a Buffer as bytea; a view on the same memory avoids a copy.
-    Buffer.from(e.data.buffer, e.data.byteOffset, e.data.byteLength),
-    e.data.byteLength,
-    m.received_at, // ISO-8601 with its offset: PostgreSQL reads it as timestamptz
-    null,
-  ];
-}
+/** Rows and payload bytes per insert statement (a bytea parameter holds at most 1 GB). */
+const INSERT_ROWS_MAX = 2_000;
+const INSERT_BYTES_MAX = 32 * 1024 * 1024;
 
 /**
- * The insert of `rows` rows, written out rather than built with the query builder: a rebuild
- * inserts a million rows in chunks of a thousand, and building and compiling a 16,000-value
- * query tree took a fifth of its time in this process. Unqualified: the caller's search_path
- * (the rebuild's shadow schema) picks the table.
+ * The columns the insert fills from arrays, with their SQL types; `payload` comes from one bytea
+ * of the chunk's payloads (`payload_at` is its offset there) and `disposition` starts null.
  */
-function insertText(rows: number): string {
-  const width = LOG_COLUMNS.length;
-  const tuples: string[] = [];
-  for (let r = 0; r < rows; r++) {
-    const params: string[] = [];
-    for (let c = 1; c <= width; c++) params.push(`$${r * width + c}`);
-    tuples.push(`(${params.join(',')})`);
-  }
-  return `insert into log_events (${LOG_COLUMNS.join(',')}) values ${tuples.join(',')} on conflict (id) do nothing`;
-}
+const ARRAY_COLUMNS = [
+  ['id', 'bigint'],
+  ['event_uuid', 'uuid'],
+  ['position', 'text'],
+  ['provider', 'text'],
+  ['event_type', 'text'],
+  ['trust_mode', 'text'],
+  ['verified', 'boolean'],
+  ['verify_detail', 'text'],
+  ['external_id', 'text'],
+  ['content_type', 'text'],
+  ['source_ip', 'text'],
+  ['headers', 'jsonb'],
+  ['payload_at', 'int'],
+  ['payload_size', 'int'],
+  ['received_at', 'timestamptz'],
+] as const;
 
-const fullChunkInsert = insertText(INSERT_CHUNK);
+/**
+ * One statement of a fixed shape for any number of rows: an array per column, unnested, and the
+ * payloads as one binary parameter cut up by offset and length. Against a VALUES list of 16
+ * parameters a row it leaves PostgreSQL one short statement to parse instead of 16,000 values,
+ * and node-pg one Buffer to send instead of a parameter per payload (a rebuild: +10%).
+ * Unqualified: the caller's search_path (the rebuild's shadow schema) picks the table.
+ */
+const INSERT_ROWS = (() => {
+  const names = ARRAY_COLUMNS.map(([name]) => name);
+  const select = names.map((n) =>
+    n === 'payload_at' ? 'substr($16::bytea, payload_at + 1, payload_size)' : n,
+  );
+  const arrays = ARRAY_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`);
+  return `insert into log_events (${names.map((n) => (n === 'payload_at' ? 'payload' : n)).join(', ')})
+    select ${select.join(', ')}
+    from unnest(${arrays.join(', ')}) as u(${names.join(', ')})
+    on conflict (id) do nothing`;
+})();
+
+function insertRows(deliveries: readonly RecordedEvent[]): CompiledQuery {
+  const columns: unknown[][] = ARRAY_COLUMNS.map(() => []);
+  const payloads: Uint8Array[] = [];
+  let at = 0;
+  for (const e of deliveries) {
+    const m = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
+    const row = [
+      eventIdFromRevision(e.revision),
+      e.id,
+      e.position,
+      m.provider,
+      m.event_type ?? null,
+      m.trust_mode,
+      m.verified,
+      m.verify_detail ?? null,
+      m.external_id ?? null,
+      m.content_type ?? null,
+      m.source_ip ?? null,
+      JSON.stringify(m.headers ?? {}),
+      at,
+      e.data.byteLength,
+      m.received_at, // ISO-8601 with its offset: PostgreSQL reads it as timestamptz
+    ];
+    for (let c = 0; c < row.length; c++) columns[c]!.push(row[c]);
+    payloads.push(e.data);
+    at += e.data.byteLength;
+  }
+  return CompiledQuery.raw(INSERT_ROWS, [...columns, Buffer.concat(payloads, at)]);
+}
 
 export const logProjection: Projection = {
   name: 'log',
@@ -149,10 +160,19 @@ export const logProjection: Projection = {
   commutes: (e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED,
   async apply(db, events) {
     const deliveries = events.filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED);
-    for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) {
-      const chunk = deliveries.slice(i, i + INSERT_CHUNK);
-      const text = chunk.length === INSERT_CHUNK ? fullChunkInsert : insertText(chunk.length);
-      await db.executeQuery(CompiledQuery.raw(text, chunk.flatMap(toParams)));
+    for (let start = 0; start < deliveries.length; ) {
+      let end = start;
+      let bytes = 0;
+      while (
+        end < deliveries.length &&
+        end - start < INSERT_ROWS_MAX &&
+        (end === start || bytes < INSERT_BYTES_MAX)
+      ) {
+        bytes += deliveries[end]!.data.byteLength;
+        end++;
+      }
+      await db.executeQuery(insertRows(deliveries.slice(start, end)));
+      start = end;
     }
     // RULES (issue 7): a disposition always follows its delivery in $all, so after the inserts.
     for (const e of events) {

@@ -196,7 +196,9 @@ export async function replay(
     check();
     return position;
   } finally {
-    // Never leave a transaction writing into a schema the caller may drop next.
+    // Never leave a transaction writing into a schema the caller may drop next, nor a read ahead
+    // failing unobserved (its error would mask the one that ended the replay).
+    next.catch(() => undefined);
     await Promise.all(applying);
   }
 }

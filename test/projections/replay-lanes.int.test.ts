@@ -126,6 +126,21 @@ function suite(kind: 'pglite' | 'postgres') {
     expect(concurrency).toBe(kind === 'postgres' ? PARALLEL_APPLIES : 1);
     await sql`drop schema ${sql.id(schema)} cascade`.execute(h.sql.db);
   });
+
+  it('ends with the error of a batch that fails, after the batches beside it', async () => {
+    const spans: Span[] = [];
+    const failing: Projection = {
+      ...lanedProjection(spans),
+      async apply(db, events) {
+        const first = (JSON.parse(Buffer.from(events[0]!.data).toString()) as { n: number }).n;
+        if (first === 30) throw new Error('batch 30 refused');
+        return lanedProjection(spans).apply(db, events);
+      },
+    };
+    const schema = `hookline_test_lanes_fail_${kind}`;
+    await expect(buildShadow(rebuildDepsFor(h, 10), failing, { schema })).rejects.toThrow('batch 30 refused');
+    await sql`drop schema ${sql.id(schema)} cascade`.execute(h.sql.db);
+  });
 }
 
 describe('rebuild lanes on PGlite (one at a time)', () => suite('pglite'));
