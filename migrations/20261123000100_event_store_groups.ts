@@ -40,10 +40,9 @@ export const HEX_TEXT_INPUT: BytesInput = {
 
 /** The second version of es_append_batch; a later version changes only how the bytes come in. */
 // biome-ignore lint/suspicious/noExplicitAny: as above
-export async function createAppendBatchV2(
-  db: Kysely<any>,
-  input: BytesInput = HEX_TEXT_INPUT,
-): Promise<void> {
+type AnyDb = Kysely<any>;
+
+export async function createAppendBatchV2(db: AnyDb, input: BytesInput = HEX_TEXT_INPUT): Promise<void> {
   const at = 'a.off + g.j';
   await sql`
     create function es_append_batch(
