@@ -260,8 +260,9 @@ function packer() {
 }
 
 /**
- * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts, bytes as in 20261123000200): a
- * single round trip and its own transaction, where the checks, the locks and the writes happen.
+ * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts, its
+ * bytes as 20261123000200 takes them): a single round trip and its own transaction, where the
+ * checks, the locks and the writes happen.
  * The parts of an atomic append share a group number (1-based index of the unit; 0 for a lone
  * append), and the function passes or fails a group as a whole.
  */
