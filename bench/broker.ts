@@ -22,12 +22,12 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { DELIVERIES_STREAM } from '../src/domain/delivery/metadata.ts';
 import { BROKER_GROUP, startBrokerConsumers } from '../src/ingest/broker/index.ts';
 import { createIngestion } from '../src/ingest/index.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,7 +42,6 @@ const { values: args } = parseArgs({
 const messages = Number(args.messages);
 const size = Number(args.size);
 const batch = Number(args.batch);
-const adminUrl = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.HOOKLINE_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 interface Storage {
@@ -56,22 +55,8 @@ async function embedded(): Promise<Storage> {
 }
 
 async function postgres(): Promise<Storage> {
-  const name = `hookline_bench_broker_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    env: { DATABASE_URL: url.toString() },
-    cleanup: async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`drop database if exists "${name}" with (force)`);
-      await c.end();
-    },
-  };
+  const database = await createScratchDatabase('broker');
+  return { env: { DATABASE_URL: database.url }, cleanup: database.drop };
 }
 
 async function groupDone(redis: Redis, stream: string): Promise<boolean> {

@@ -18,7 +18,6 @@ import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { vendEndpoint } from '../src/domain/endpoint/vend.ts';
@@ -26,6 +25,7 @@ import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
 import { pushTodo } from '../src/domain/todo/push.ts';
 import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -38,7 +38,6 @@ const { values: args } = parseArgs({
 const TODOS = Number(args.todos);
 const AGENTS = Number(args.agents);
 const RINGS = Number(args.rings);
-const adminUrl = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const percentile = (xs: number[], p: number) =>
   xs.length === 0
@@ -55,16 +54,6 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-async function adminQuery(sql: string) {
-  const c = new pg.Client({ connectionString: adminUrl });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
 }
 
 async function connect(url: string, token: string, onRing?: (uri: string) => void) {
@@ -84,14 +73,8 @@ async function connect(url: string, token: string, onRing?: (uri: string) => voi
 
 async function main() {
   const embedded = args.mode === 'embedded';
-  const dbName = `hookline_bench_drain_${Date.now().toString(36)}`;
-  let databaseUrl: string | undefined;
-  if (!embedded) {
-    await adminQuery(`create database "${dbName}"`);
-    const u = new URL(adminUrl);
-    u.pathname = `/${dbName}`;
-    databaseUrl = u.toString();
-  }
+  const database = embedded ? undefined : await createScratchDatabase('drain');
+  const databaseUrl = database?.url;
   const port = await freePort();
   const config = loadConfig(
     {
@@ -226,7 +209,7 @@ async function main() {
     for (const a of agents) await a.client.close().catch(() => {});
     await app.close();
     await runtime.close();
-    if (!embedded) await adminQuery(`drop database if exists "${dbName}" with (force)`);
+    await database?.drop();
   }
 }
 

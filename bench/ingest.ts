@@ -6,7 +6,7 @@
  * route. `npm run bench:ingest [-- --duration 10 --connections 32 --only bare,postgres,embedded]`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,11 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import pg from 'pg';
+import { createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
-const ADMIN_URL = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 type Target = 'bare' | 'postgres' | 'embedded';
 
@@ -236,20 +235,9 @@ async function main(): Promise<void> {
     const env: Record<string, string> = {};
     let cleanup = async () => {};
     if (target === 'postgres') {
-      const name = `hookline_bench_${randomBytes(4).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: ADMIN_URL });
-      await admin.connect();
-      await admin.query(`create database "${name}"`);
-      await admin.end();
-      const url = new URL(ADMIN_URL);
-      url.pathname = `/${name}`;
-      env.DATABASE_URL = url.toString();
-      cleanup = async () => {
-        const c = new pg.Client({ connectionString: ADMIN_URL });
-        await c.connect();
-        await c.query(`drop database if exists "${name}" with (force)`);
-        await c.end();
-      };
+      const database = await createScratchDatabase('ingest');
+      env.DATABASE_URL = database.url;
+      cleanup = database.drop;
     } else if (target === 'embedded') {
       const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-bench-'));
       env.HOOKLINE_DATA_DIR = dir;

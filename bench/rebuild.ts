@@ -11,7 +11,6 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { allProjections } from '../projections/index.ts';
 import { createLogCounter } from '../projections/lag.ts';
 import { createLockSession } from '../projections/lock.ts';
@@ -19,8 +18,8 @@ import { type RebuildDeps, rebuildProjection } from '../projections/rebuild.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { openPostgres } from '../src/db/open.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+import { createScratchDatabase } from './scratch-database.ts';
 
-const ADMIN_URL = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SEED_CHUNK = 100_000;
 
 const { values: args } = parseArgs({
@@ -41,13 +40,8 @@ const load = () =>
     .join(' ');
 
 async function main(): Promise<void> {
-  const dbName = `hookline_bench_rebuild_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database "${dbName}"`);
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${dbName}`;
-  const database = openPostgres(url.toString());
+  const scratch = await createScratchDatabase('rebuild');
+  const database = openPostgres(scratch.url);
   console.log(`load average ${load()} on ${os.cpus().length} cores`);
   try {
     await migrateToLatest(database.db);
@@ -95,8 +89,7 @@ async function main(): Promise<void> {
     await store.close();
   } finally {
     await database.close();
-    await admin.query(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

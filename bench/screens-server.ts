@@ -5,10 +5,9 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { createScratchDatabase } from './scratch-database.ts';
 
 const SELF = fileURLToPath(import.meta.url);
-const ADMIN_URL = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface SseInjection {
   readonly sent: number;
@@ -140,20 +139,11 @@ export async function startServer(databaseUrl: string): Promise<Server> {
 }
 
 export async function withDatabase<T>(work: (url: string) => Promise<T>): Promise<T> {
-  const name = `hookline_bench_screens_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
+  const database = await createScratchDatabase('screens');
   try {
-    return await work(url.toString());
+    return await work(database.url);
   } finally {
-    const c = new pg.Client({ connectionString: ADMIN_URL });
-    await c.connect();
-    await c.query(`drop database if exists "${name}" with (force)`);
-    await c.end();
+    await database.drop();
   }
 }
 

@@ -14,11 +14,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { openPglite, openPostgres, type SqlDatabase } from '../src/db/open.ts';
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -30,7 +30,6 @@ const { values: args } = parseArgs({
 });
 const rounds = Number(args.rounds);
 const seconds = Number(args.seconds);
-const adminUrl = process.env.HOOKLINE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WRITERS = 32;
 const payload = new Uint8Array(randomBytes(1024));
 
@@ -128,19 +127,13 @@ async function runCase(store: EventStore, c: Case): Promise<Round[]> {
 }
 
 async function withPostgres<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
-  const name = `hookline_bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const sql = openPostgres(url.toString());
+  const database = await createScratchDatabase('store');
+  const sql = openPostgres(database.url);
   try {
     return await fn(sql);
   } finally {
     await sql.close();
-    await admin.query(`drop database if exists "${name}" with (force)`);
-    await admin.end();
+    await database.drop();
   }
 }
 
