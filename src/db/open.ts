@@ -4,6 +4,7 @@ import { PGlite, type PGliteOptions, types } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
+import { CopyingClient, withBinaryCopy } from './copy.ts';
 import type { Database } from './database.ts';
 
 // int8 (bigint) columns come back as strings by default; revisions and positions need exact values.
@@ -45,7 +46,7 @@ export async function openPglite(dataDir: string | undefined): Promise<SqlDataba
   } else {
     pglite = await PGlite.create(byteaCodecs); // in memory, for tests
   }
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(withBinaryCopy(pglite)) });
   return {
     kind: 'pglite',
     db,
@@ -59,6 +60,7 @@ export async function openPglite(dataDir: string | undefined): Promise<SqlDataba
 
 export function openPostgres(connectionString: string, options: { max?: number } = {}): SqlDatabase {
   const pool = new pg.Pool({
+    Client: CopyingClient, // COPY FROM STDIN through Kysely (copy.ts)
     connectionString,
     max: options.max ?? 16,
     // Long transactions stall the xid8 reader for everyone (design.md, PostgreSQL hygiene).

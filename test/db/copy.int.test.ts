@@ -1,0 +1,181 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CopySpec, type CopyValue, copyRows, encodeBinaryCopy } from '../../src/db/copy.ts';
+import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+
+const hasPg = await postgresAvailable();
+
+const SPEC: CopySpec = {
+  table: 'copied',
+  columns: [
+    ['id', 'int8'],
+    ['uuid', 'uuid'],
+    ['label', 'text'],
+    ['flag', 'bool'],
+    ['doc', 'jsonb'],
+    ['bytes', 'bytea'],
+    ['n', 'int4'],
+    ['at', 'timestamptz'],
+  ],
+};
+
+const CREATE = sql`create table copied (
+  id bigint primary key, uuid uuid, label text, flag boolean, doc jsonb, bytes bytea, n int, at timestamptz)`;
+
+// biome-ignore lint/suspicious/noExplicitAny: a table of this test only
+type AnyDb = Kysely<any>;
+
+interface Row {
+  id: bigint;
+  uuid: string | null;
+  label: string | null;
+  flag: boolean | null;
+  doc: unknown;
+  bytes: Uint8Array | null;
+  n: number | null;
+  at: Date | null;
+}
+
+async function rows(db: AnyDb, table = 'copied'): Promise<Row[]> {
+  const r = await sql<Row>`select * from ${sql.table(table)} order by id`.execute(db);
+  return r.rows.map((x) => ({ ...x, id: BigInt(x.id), bytes: x.bytes && Buffer.from(x.bytes) }));
+}
+
+function suite(open: () => Promise<SqlDatabase>) {
+  let handle: SqlDatabase;
+  let db: AnyDb;
+
+  beforeAll(async () => {
+    handle = await open();
+    db = handle.db as AnyDb;
+    await CREATE.execute(db);
+  });
+
+  afterAll(async () => {
+    await handle?.close();
+  });
+
+  it('loads every type byte for byte, nulls included', async () => {
+    const uuid = randomUUID();
+    const notUtf8 = Buffer.from([0x00, 0xff, 0xfe, 0xc3, 0x28, 0x0a]);
+    const input: CopyValue[][] = [
+      [1n, uuid, 'plain', true, '{"a":[1,2,{"b":null}]}', notUtf8, 42, Date.UTC(2026, 10, 23, 12, 0, 0, 123)],
+      [2, null, null, null, null, null, null, null],
+      [
+        '-9007199254740993',
+        uuid.replaceAll('-', ''),
+        'ünïcødé ✓ 𝄞 and a "quote"\n',
+        false,
+        '{"ключ":"значение","emoji":"🦊"}',
+        new Uint8Array(0),
+        -2147483648,
+        new Date('1999-12-31T23:59:59.999Z'),
+      ],
+    ];
+    await copyRows(db, SPEC, input);
+    const got = await rows(db);
+    expect(got).toHaveLength(3);
+    expect(got[0]).toEqual({
+      id: -9007199254740993n,
+      uuid,
+      label: 'ünïcødé ✓ 𝄞 and a "quote"\n',
+      flag: false,
+      doc: { ключ: 'значение', emoji: '🦊' },
+      bytes: Buffer.alloc(0),
+      n: -2147483648,
+      at: new Date('1999-12-31T23:59:59.999Z'),
+    });
+    expect(got[1]).toEqual({
+      id: 1n,
+      uuid,
+      label: 'plain',
+      flag: true,
+      doc: { a: [1, 2, { b: null }] },
+      bytes: notUtf8,
+      n: 42,
+      at: new Date(Date.UTC(2026, 10, 23, 12, 0, 0, 123)),
+    });
+    expect(got[2]).toEqual({
+      id: 2n,
+      uuid: null,
+      label: null,
+      flag: null,
+      doc: null,
+      bytes: null,
+      n: null,
+      at: null,
+    });
+  });
+
+  it('runs in the transaction it is given: a rollback leaves nothing', async () => {
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await copyRows(trx, SPEC, [[100n, null, 'rolled back', null, null, null, null, null]]);
+        const inside = await sql<{ n: number }>`select count(*)::int as n from copied where id = 100`.execute(
+          trx,
+        );
+        expect(inside.rows[0]!.n).toBe(1);
+        throw new Error('undo');
+      }),
+    ).rejects.toThrow('undo');
+    const after = await sql<{ n: number }>`select count(*)::int as n from copied where id = 100`.execute(db);
+    expect(after.rows[0]!.n).toBe(0);
+  });
+
+  it("follows the session's search_path, as a rebuild's shadow schema needs", async () => {
+    await sql`create schema copy_shadow`.execute(db);
+    await sql`create table copy_shadow.copied (like public.copied)`.execute(db);
+    await db.transaction().execute(async (trx) => {
+      await sql`set local search_path to copy_shadow`.execute(trx);
+      await copyRows(trx, SPEC, [[7n, null, 'in the shadow', null, null, null, null, null]]);
+    });
+    expect((await rows(db, 'copy_shadow.copied')).map((r) => r.label)).toEqual(['in the shadow']);
+    expect((await rows(db)).some((r) => r.label === 'in the shadow')).toBe(false);
+  });
+
+  it("fails with the server's error on a conflict, and the database goes on serving", async () => {
+    await expect(
+      copyRows(db, SPEC, [[1n, null, 'duplicate key', null, null, null, null, null]]),
+    ).rejects.toThrow(/duplicate key|unique/i);
+    await copyRows(db, SPEC, [[3n, null, 'after the error', null, null, null, null, null]]);
+    expect((await rows(db)).map((r) => r.label)).toContain('after the error');
+  });
+}
+
+describe('binary COPY on PGlite', () => {
+  suite(() => openPglite(undefined));
+});
+
+describe.runIf(hasPg)('binary COPY on PostgreSQL', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase('hookline_copy');
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  suite(async () => openPostgres(database.url, { max: 2 }));
+});
+
+describe('the binary COPY encoder', () => {
+  it('refuses a row of the wrong width or a value of the wrong type before anything is sent', () => {
+    expect(() => encodeBinaryCopy(SPEC, [[1n]])).toThrow(/has 1 values, not 8/);
+    const row = (n: CopyValue): CopyValue[] => [1n, null, null, null, null, null, n, null];
+    expect(() => encodeBinaryCopy(SPEC, [row(1.5)])).toThrow(/column n \(int4\)/);
+    expect(() => encodeBinaryCopy(SPEC, [[1n, 'not-a-uuid', null, null, null, null, null, null]])).toThrow(
+      /column uuid \(uuid\)/,
+    );
+    expect(() => encodeBinaryCopy(SPEC, [[1n, null, null, null, null, null, null, Number.NaN]])).toThrow(
+      /column at \(timestamptz\)/,
+    );
+  });
+
+  it('writes the signature, a header without flags, and the trailer', () => {
+    const empty = encodeBinaryCopy(SPEC, []);
+    expect(empty.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
+    expect(empty.length).toBe(11 + 8 + 2);
+    expect(empty.readInt16BE(19)).toBe(-1);
+  });
+});
