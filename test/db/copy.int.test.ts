@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CopySpec, type CopyValue, copyRows, encodeBinaryCopy } from '../../src/db/copy.ts';
+import {
+  type CopySpec,
+  type CopyValue,
+  copyOut,
+  copyRows,
+  decodeBinaryCopy,
+  encodeBinaryCopy,
+  timestampFromBinary,
+} from '../../src/db/copy.ts';
 import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
@@ -109,6 +117,23 @@ function suite(open: () => Promise<SqlDatabase>) {
     });
   });
 
+  it('reads a query back as binary COPY output, fields as they are stored', async () => {
+    const out = await copyOut(
+      db,
+      'copy (select id, label, bytes, at, n from copied where id in (1, 2) order by id) to stdout (format binary)',
+    );
+    const [first, second, ...rest] = decodeBinaryCopy(out);
+    expect(rest).toEqual([]);
+    expect(first![0]!.readBigInt64BE(0)).toBe(1n);
+    expect(first![1]!.toString('utf8')).toBe('plain');
+    expect(first![2]).toEqual(Buffer.from([0x00, 0xff, 0xfe, 0xc3, 0x28, 0x0a]));
+    expect(timestampFromBinary(first![3]!)).toEqual(new Date(Date.UTC(2026, 10, 23, 12, 0, 0, 123)));
+    expect(first![4]!.readInt32BE(0)).toBe(42);
+    expect(second).toEqual([Buffer.from([0, 0, 0, 0, 0, 0, 0, 2]), null, null, null, null]);
+    const none = await copyOut(db, 'copy (select id from copied where false) to stdout (format binary)');
+    expect(decodeBinaryCopy(none)).toEqual([]);
+  });
+
   it('runs in the transaction it is given: a rollback leaves nothing', async () => {
     await expect(
       db.transaction().execute(async (trx) => {
@@ -170,6 +195,15 @@ describe('the binary COPY encoder', () => {
     expect(() => encodeBinaryCopy(SPEC, [[1n, null, null, null, null, null, null, Number.NaN]])).toThrow(
       /column at \(timestamptz\)/,
     );
+  });
+
+  it('refuses output that is not binary COPY, or that ends early wherever it is cut', () => {
+    expect(() => decodeBinaryCopy(Buffer.from('id\tlabel\n1\tplain\n'))).toThrow(/not a binary COPY/);
+    const one = encodeBinaryCopy(SPEC, [[1n, null, 'cut short', null, null, null, null, null]]);
+    expect(decodeBinaryCopy(one)).toHaveLength(1);
+    for (let cut = 19; cut < one.length; cut++) {
+      expect(() => decodeBinaryCopy(one.subarray(0, cut))).toThrow(/ends early/);
+    }
   });
 
   it('writes the signature, a header without flags, and the trailer', () => {

@@ -5,10 +5,7 @@ import { formatPosition } from './positions.ts';
 /**
  * An event row as the read queries return it. Numbers travel as text: PGlite returns int8 as a JS
  * number (exact only up to 2^53) and node-pg leaves xid8 as text, so both adapters parse the same.
- * Bytes travel as base64 text decoded by Buffer: PGlite's own bytea parser works a byte at a time in
- * JS and was measured 10x slower than this, and node-pg's reads bytea as hex, half again as long on
- * the wire and three times slower to decode (1.9 against 0.6 µs for 1.5 KB here). `size` is the
- * bytes of data and metadata, for the page bound.
+ * `size` is the bytes of data and metadata, for the page bound.
  */
 export interface EventRow {
   readonly tx: string;
@@ -18,10 +15,21 @@ export interface EventRow {
   readonly event_id: string;
   readonly event_type: string;
   readonly content_type: string;
-  readonly data_b64: string;
-  readonly metadata_b64: string | null;
+  readonly data: Buffer;
+  readonly metadata: Buffer | null;
   readonly size: number;
   readonly created_at: Date;
+}
+
+/**
+ * A row of a query over the text protocol: bytes as base64 text decoded by Buffer. PGlite's own
+ * bytea parser works a byte at a time in JS and was measured 10x slower than this, and node-pg
+ * reads bytea as hex, half again as long on the wire and three times slower to decode (1.9 against
+ * 0.6 µs for 1.5 KB here). `$all` is read with binary COPY instead (reads.ts).
+ */
+export interface TextEventRow extends Omit<EventRow, 'data' | 'metadata'> {
+  readonly data_b64: string;
+  readonly metadata_b64: string | null;
 }
 
 export const eventColumns = sql`transaction_id::text as tx, global_position::text as gp, stream_id,
@@ -29,7 +37,19 @@ export const eventColumns = sql`transaction_id::text as tx, global_position::tex
   encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at`;
 
 /** Bytes a row weighs, for the page bound: octet_length reads a TOASTed value's size without fetching it. */
-export const rowBytes = sql`(octet_length(data) + coalesce(octet_length(metadata), 0))`;
+export const ROW_BYTES = '(octet_length(data) + coalesce(octet_length(metadata), 0))';
+export const rowBytes = sql.raw(ROW_BYTES);
+
+export function fromTextRow(row: TextEventRow): EventRow {
+  const { data_b64, metadata_b64, ...rest } = row;
+  return {
+    ...rest,
+    // PostgreSQL breaks base64 into lines of 76; Buffer skips the line breaks.
+    data: Buffer.from(data_b64, 'base64'),
+    metadata: metadata_b64 === null ? null : Buffer.from(metadata_b64, 'base64'),
+    created_at: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  };
+}
 
 export function toRecordedEvent(row: EventRow): RecordedEvent {
   return {
@@ -38,10 +58,9 @@ export function toRecordedEvent(row: EventRow): RecordedEvent {
     revision: BigInt(row.revision),
     position: formatPosition(row.tx, row.gp),
     type: row.event_type,
-    // PostgreSQL breaks base64 into lines of 76; Buffer skips the line breaks.
-    data: Buffer.from(row.data_b64, 'base64'),
-    metadata: row.metadata_b64 === null ? null : Buffer.from(row.metadata_b64, 'base64'),
+    data: row.data,
+    metadata: row.metadata,
     contentType: row.content_type as ContentType,
-    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+    createdAt: row.created_at,
   };
 }
