@@ -9,7 +9,7 @@ import { type BytesInput, createAppendBatchV2 } from './20261123000100_event_sto
  * half the time of a whole append batch. A null length is a null metadata. Everything else is the
  * second version.
  */
-const BLOB_INPUT: BytesInput = {
+export const BLOB_INPUT: BytesInput = {
   params:
     'e_data bytea, e_data_off int[], e_data_len int[], e_metadata bytea, e_metadata_off int[], e_metadata_len int[]',
   data: (i) => `substr(e_data, e_data_off[${i}] + 1, e_data_len[${i}])`,

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { expect, it } from 'vitest';
+import { openPostgres } from '../../src/db/open.ts';
 import { jsonEvent, parseData } from '../../src/eventstore/codec.ts';
 import { type EventStore, StoreUnavailableError } from '../../src/eventstore/port.ts';
+import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { expectAscending, follow, ids, type SuiteContext, toArray, uniqueStream } from './helpers.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,6 +26,15 @@ async function appendEventually(store: EventStore, streamId: string, i: number):
     }
   }
   throw new Error(`could not append ${i} to ${streamId}`);
+}
+
+/** Whether a session of this database waits on a lock while running es_append_batch. */
+async function appendWaitingOnLock(client: pg.Client): Promise<boolean> {
+  const { rows } = await client.query(
+    `select 1 from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock' and query like '%es_append_batch%'`,
+  );
+  return rows.length > 0;
 }
 
 /** PostgreSQL only: other sessions on the same database. */
@@ -72,6 +83,59 @@ export function registerPostgresCases(ctx: SuiteContext): void {
     expect(parseData(seen[1]!)).toEqual({ late: true });
     expectAscending(store, seen);
     expect(ids(seen)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
+  });
+
+  it('a batch that waits for a stream held elsewhere still keeps every stream in revision order in $all', async () => {
+    // $all is ordered by transaction id, given at a transaction's first write. A batch that wrote
+    // one stream and then waited for another must not append that other stream's next revision
+    // under an id older than the revision before it (what the upsert-locking version did).
+    const { store, harness } = ctx;
+    const prefix = uniqueStream('order');
+    const [first, blocked, hot] = [`${prefix}-a1`, `${prefix}-a2`, `${prefix}-hot`];
+    const start = await store.headPosition();
+    const other = openPostgres(harness.postgres!.url, { max: 2 });
+    const otherStore = await createSqlEventStore(other);
+    const holder = new pg.Client({ connectionString: harness.postgres!.url });
+    const watcher = new pg.Client({ connectionString: harness.postgres!.url });
+    await holder.connect();
+    await watcher.connect();
+    try {
+      // Another process is in the middle of appending to `blocked`.
+      await holder.query('begin');
+      await holder.query(
+        `select * from es_append_batch(array[$1], array['any'], array[1], array[0], array[$2::uuid],
+           array['Held'], array['application/json'], $3::bytea, array[0], array[2], ''::bytea, array[0],
+           array[null::int], null, '')`,
+        [blocked, randomUUID(), Buffer.from('{}')],
+      );
+      // One batch over all three streams: it must wait for `blocked`.
+      const batch = store.appendAtomic!([
+        { streamId: first, events: [jsonEvent('Batch', { s: 'a1' })] },
+        { streamId: blocked, events: [jsonEvent('Batch', { s: 'a2' })] },
+        { streamId: hot, events: [jsonEvent('Batch', { s: 'hot' })] },
+      ]);
+      for (let i = 0; !(await appendWaitingOnLock(watcher)); i++) {
+        if (i > 200) throw new Error('the batch never waited for the held stream');
+        await pause(10);
+      }
+      // Meanwhile a third writer appends to `hot`, then the held transaction ends.
+      const third = otherStore.append(hot, [jsonEvent('Third', {})]);
+      await pause(100);
+      await holder.query('commit');
+      await Promise.all([batch, third]);
+    } finally {
+      await holder.end();
+      await watcher.end();
+      await otherStore.close();
+      await other.close();
+    }
+    const all = (await toArray(store.readAll({ after: start }))).filter((e) => e.streamId.startsWith(prefix));
+    for (const s of [first, blocked, hot]) {
+      const revisions = all.filter((e) => e.streamId === s).map((e) => e.revision);
+      expect(revisions, s).toEqual([...revisions].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    }
+    expect(all.filter((e) => e.streamId === hot)).toHaveLength(2);
+    expectAscending(store, all);
   });
 
   it('a subscription survives its connections being terminated and resumes with no gap or repeat', async () => {

@@ -64,6 +64,8 @@ export interface WriterOptions {
   readonly lastPositionOf: (streamId: string) => Promise<string>;
   readonly maxBatchBytes?: number;
   readonly maxBatchEvents?: number;
+  /** Distinct streams in one batch: each is one advisory lock of the batch's transaction. */
+  readonly maxBatchStreams?: number;
 }
 
 export interface AppendWriter {
@@ -83,6 +85,9 @@ const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export function createAppendWriter(options: WriterOptions): AppendWriter {
   const maxBatchBytes = options.maxBatchBytes ?? 8 * 1024 * 1024;
   const maxBatchEvents = options.maxBatchEvents ?? 2000;
+  // PostgreSQL's shared lock table has room for 64 locks (max_locks_per_transaction) a connection
+  // on average: two batches of at most 256 streams each stay well inside it.
+  const maxBatchStreams = options.maxBatchStreams ?? 256;
   let queue: PendingAppend[] = [];
   const busy = new Set<string>();
   let inFlight = 0;
@@ -106,18 +111,25 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     const batch: PendingAppend[] = [];
     const rest: PendingAppend[] = [];
     const held = new Set(busy);
+    const streams = new Set<string>();
     let bytes = 0;
     let events = 0;
     for (const p of queue) {
       const fits =
-        batch.length === 0 || (bytes + p.bytes <= maxBatchBytes && events + p.eventCount <= maxBatchEvents);
+        batch.length === 0 ||
+        (bytes + p.bytes <= maxBatchBytes &&
+          events + p.eventCount <= maxBatchEvents &&
+          streams.size + p.parts.length <= maxBatchStreams);
       if (!fits || p.parts.some((w) => held.has(w.streamId))) {
         for (const w of p.parts) held.add(w.streamId);
         rest.push(p);
         continue;
       }
       batch.push(p);
-      for (const w of p.parts) busy.add(w.streamId);
+      for (const w of p.parts) {
+        busy.add(w.streamId);
+        streams.add(w.streamId);
+      }
       bytes += p.bytes;
       events += p.eventCount;
     }
@@ -260,8 +272,8 @@ function packer() {
 }
 
 /**
- * One batch in one call of es_append_batch (migrations/20261123000100_event_store_groups.ts, its
- * bytes as 20261123000200 takes them): a single round trip and its own transaction, where the
+ * One batch in one call of es_append_batch (migrations/20261124000100_event_store_lock_first.ts):
+ * a single round trip and its own transaction, where the
  * checks, the locks and the writes happen.
  * The parts of an atomic append share a group number (1-based index of the unit; 0 for a lone
  * append), and the function passes or fails a group as a whole.
