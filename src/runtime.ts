@@ -13,7 +13,8 @@ import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
 import { createHealthRegistry, type HealthRegistry } from './health.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { createReplayClient, type ReplayClient, type ReplayClientOptions } from './replay/index.ts'; // RULES (issue 7)
+import type { ReplayClient, ReplayClientOptions } from './replay/index.ts'; // RULES (issue 7)
+import { createLazyReplayClient } from './replay/lazy.ts'; // RULES (issue 7)
 import { createLazyRuleEngine } from './routing/engine.ts'; // RULES (issue 7)
 
 /**
@@ -89,7 +90,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       closeHooks.push(() => projectionHealth.stop());
     }
     const rules = createLazyRuleEngine({ logger, ...options.ruleEngine }); // RULES (issue 7)
-    const replay = createReplayClient(options.replay); // RULES (issue 7)
+    const replay = createLazyReplayClient(options.replay); // RULES (issue 7)
     closeHooks.push(
       () => rules.close(),
       () => replay.close(),

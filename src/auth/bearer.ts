@@ -24,7 +24,7 @@ const unauthorized = (detail: string): HooklineError => new HooklineError('unaut
  * are refused before any lookup. Every failure is the same 401 with a detail saying what to do.
  */
 export function createBearerVerifier(deps: {
-  readonly provider: Provider;
+  readonly provider: () => Promise<Provider>;
   readonly clock: Clock;
   readonly resource: string;
 }): (authorization: string | undefined) => Promise<OperatorPrincipal> {
@@ -40,7 +40,8 @@ export function createBearerVerifier(deps: {
         'endpoint credentials authenticate only their MCP endpoint, never the operator API; sign in with `hookline login`',
       );
     }
-    const at = await provider.AccessToken.find(token).catch(() => undefined);
+    const { AccessToken, Grant } = await provider();
+    const at = await AccessToken.find(token).catch(() => undefined);
     const expired =
       'the access token is unknown, expired or revoked; refresh it or sign in again with `hookline login`';
     if (!at || at.isExpired) throw unauthorized(expired);
@@ -48,7 +49,7 @@ export function createBearerVerifier(deps: {
     const audiences = Array.isArray(at.aud) ? at.aud : [at.aud];
     if (!audiences.includes(resource)) throw unauthorized(`the access token was not issued for ${resource}`);
     if (!at.accountId || !at.grantId) throw unauthorized(expired);
-    const grant = await provider.Grant.find(at.grantId).catch(() => undefined);
+    const grant = await Grant.find(at.grantId).catch(() => undefined);
     if (!grant || grant.accountId !== at.accountId) throw unauthorized(expired);
     return {
       operator: at.accountId,

@@ -4,33 +4,17 @@ import Provider, { type Configuration, errors, type KoaContextWithOIDC } from 'o
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { createOAuthAdapterFactory } from './oauth-adapter.ts';
+import {
+  ACCESS_TOKEN_TTL_S,
+  API_SCOPE,
+  apiResource,
+  basePathOf,
+  CLI_CLIENT_ID,
+  GRANT_TTL_S,
+  OAUTH_ROUTES,
+  REFRESH_TOKEN_TTL_S,
+} from './oauth-settings.ts';
 import { renderOAuthError } from './pages.ts';
-
-/** The command-line client: public (no secret), loopback redirect on any port (RFC 8252 §7.3). */
-export const CLI_CLIENT_ID = 'hookline-cli';
-/** The one scope of the operator API; the CLI asks for it. */
-export const API_SCOPE = 'api';
-/** Access tokens are short-lived; the CLI refreshes on a 401. */
-export const ACCESS_TOKEN_TTL_S = 10 * 60;
-/** A refresh token lives 30 days, each rotation issuing a fresh one; the sign-in (grant) caps it at 30 days. */
-export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
-export const GRANT_TTL_S = 30 * 24 * 60 * 60;
-
-/** Paths of the authorization server, relative to the base URL (documented in the README). */
-export const OAUTH_ROUTES = {
-  authorization: '/oauth/authorize',
-  token: '/oauth/token',
-  revocation: '/oauth/revoke',
-  jwks: '/oauth/jwks',
-  interaction: '/oauth/interaction',
-  metadata: '/.well-known/oauth-authorization-server',
-} as const;
-
-/** The resource indicator of the operator API; it becomes the access token's audience. */
-export const apiResource = (baseUrl: string): string => `${baseUrl}/api`;
-
-/** The base URL's path, for deployments served under a prefix by their reverse proxy. */
-export const basePathOf = (baseUrl: string): string => new URL(baseUrl).pathname.replace(/\/+$/, '');
 
 /**
  * Cookie signing keys. Derived from HOOKLINE_SECRET_KEY when set, so sign-ins in progress survive

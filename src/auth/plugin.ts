@@ -2,11 +2,12 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Kysely } from 'kysely';
+import type Provider from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { OperatorAuth } from './index.ts';
 import { sweepExpiredOAuthRecords } from './oauth-adapter.ts';
-import { API_SCOPE, basePathOf, OAUTH_ROUTES } from './oauth-provider.ts';
+import { API_SCOPE, basePathOf, OAUTH_ROUTES } from './oauth-settings.ts';
 import { renderConsent, renderMessage } from './pages.ts';
 
 export interface OAuthPluginDeps {
@@ -45,10 +46,9 @@ export function oauthPlugin(deps: OAuthPluginDeps) {
 
 async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<void> {
   const { config, auth } = deps;
-  const { provider } = auth;
   const base = new URL(config.baseUrl);
   const basePath = basePathOf(config.baseUrl);
-  const callback = provider.callback();
+  let callback: Promise<ReturnType<Provider['callback']>> | undefined;
 
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
@@ -63,8 +63,10 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
   };
 
   const handOff = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    callback ??= auth.provider().then((provider) => provider.callback());
+    const handle = await callback;
     reply.hijack();
-    await callback(canonical(request), reply.raw);
+    await handle(canonical(request), reply.raw);
   };
 
   scope.route({ method: ['GET', 'POST'], url: OAUTH_ROUTES.authorization, handler: handOff });
@@ -97,6 +99,7 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
 
   const details = async (request: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) => {
     try {
+      const provider = await auth.provider();
       const interaction = await provider.interactionDetails(canonical(request), reply.raw);
       return interaction.uid === request.params.uid ? interaction : undefined;
     } catch {
@@ -107,8 +110,9 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
   const finish = async (
     request: FastifyRequest,
     reply: FastifyReply,
-    result: Parameters<typeof provider.interactionResult>[2],
+    result: Parameters<Provider['interactionResult']>[2],
   ) => {
+    const provider = await auth.provider();
     const to = await provider.interactionResult(request.raw, reply.raw, result, {
       mergeWithLastSubmission: false,
     });
@@ -123,7 +127,7 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
     const who = auth.identify(request.raw);
     if (!who.ok) return finish(request, reply, { error: 'access_denied', error_description: who.reason });
     const clientId = String(interaction.params.client_id);
-    const client = await provider.Client.find(clientId);
+    const client = await (await auth.provider()).Client.find(clientId);
     const action = `${basePath}${OAUTH_ROUTES.interaction}/${encodeURIComponent(interaction.uid)}`;
     return page(
       reply,
@@ -154,11 +158,12 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
     const who = auth.identify(request.raw);
     if (!who.ok) return finish(request, reply, { error: 'access_denied', error_description: who.reason });
     const clientId = String(interaction.params.client_id);
-    const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
+    const { Grant } = await auth.provider();
+    const existing = interaction.grantId ? await Grant.find(interaction.grantId) : undefined;
     const grant =
       existing && existing.accountId === who.human && existing.clientId === clientId
         ? existing
-        : new provider.Grant({ accountId: who.human, clientId });
+        : new Grant({ accountId: who.human, clientId });
     grant.addResourceScope(auth.resource, API_SCOPE);
     const grantId = await grant.save();
     return finish(request, reply, {

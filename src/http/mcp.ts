@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
@@ -23,12 +22,33 @@ export interface McpRoutesDeps {
     readonly localPort: number | undefined;
   }) => string | undefined;
   readonly sessions: SessionRegistry;
-  readonly newServer: () => Server;
+  readonly newServer: () => Promise<Server>;
   /** A session with no open stream and no request for this long is closed (default 30 min). */
   readonly idleSessionMs?: number;
 }
 
 const IDLE_SESSION_MS = 30 * 60_000;
+
+/**
+ * The MCP SDK's transport and protocol schemas, loaded on the first MCP request: a process that
+ * serves no agent does not hold them (about 30 MB).
+ */
+let sdk:
+  | Promise<{
+      StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+      isInitializeRequest: (value: unknown) => boolean;
+    }>
+  | undefined;
+const loadSdk = () => {
+  sdk ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([transport, types]) => ({
+    StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
+    isInitializeRequest: types.isInitializeRequest,
+  }));
+  return sdk;
+};
 
 /**
  * `{base_url}/mcp/<slug>` over Streamable HTTP (POST, GET for the notification stream, DELETE to
@@ -118,11 +138,12 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
           }
           return serve(request, reply, session.transport);
         }
+        const { StreamableHTTPServerTransport, isInitializeRequest } = await loadSdk();
         if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
           return jsonRpcError(reply, 400, -32000, 'Bad Request: no valid session id (initialize first)');
         }
 
-        const server = deps.newServer();
+        const server = await deps.newServer();
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           // A tool call is answered as plain JSON; notifications go out on the session's GET stream.

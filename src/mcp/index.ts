@@ -12,7 +12,6 @@ import { startDoorbell } from './doorbell.ts';
 import { startLeaseExpiry } from './lease-expiry.ts';
 import { createRebindingGuard } from './rebinding.ts';
 import { createSecretBox } from './secret-box.ts';
-import { createSessionServer } from './server.ts';
 import type { McpServices } from './services.ts';
 import { createSessionRegistry } from './sessions.ts';
 import { allTools } from './tools/index.ts';
@@ -68,7 +67,9 @@ export function createMcp(
     authenticate: createEndpointAuth({ store, clock }),
     checkRebinding: createRebindingGuard(config.baseUrl),
     sessions,
-    newServer: () => createSessionServer({ services, tools: allTools, sessions }),
+    // The MCP SDK is loaded with the first session (src/http/mcp.ts).
+    newServer: async () =>
+      (await import('./server.ts')).createSessionServer({ services, tools: allTools, sessions }),
   });
   const webhookRoutes = createEndpointWebhookRoutes({
     config,

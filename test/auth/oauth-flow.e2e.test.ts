@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCESS_TOKEN_TTL_S } from '../../src/auth/oauth-provider.ts';
+import { ACCESS_TOKEN_TTL_S } from '../../src/auth/oauth-settings.ts';
 import { fixedClock } from '../../src/clock.ts';
 import { TestBrowser } from './browser.ts';
 import {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACCESS_TOKEN_TTL_S, API_SCOPE, OAUTH_ROUTES } from '../../auth/oauth-provider.ts';
+import { ACCESS_TOKEN_TTL_S, API_SCOPE, OAUTH_ROUTES } from '../../auth/oauth-settings.ts';
 import { apiSchemas } from './schemas.ts';
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
