@@ -4,7 +4,7 @@ import { oauthPlugin } from './auth/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
-import { errorsPlugin } from './http/errors-plugin.ts';
+import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { createProviderRoutes } from './http/providers-routes.ts';
 import { streamPlugin } from './http/stream.ts';
@@ -34,7 +34,12 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     // X-Forwarded-For is honoured only from the configured proxies (source_ip, forward auth).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
     bodyLimit: config.maxBodyBytes,
-    return503OnClosing: true,
+    // Errors Fastify raises before our routes run (a bad percent-escape, an unparsable request)
+    // become problem documents too; so do requests during shutdown (errorsPlugin refuses them),
+    // which return503OnClosing would answer with Fastify's own JSON.
+    frameworkErrors,
+    clientErrorHandler: clientErrorProblem,
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   });

@@ -18,54 +18,88 @@ const csv = z
 /** Several secrets of one provider mean rotation: any one of them verifies. */
 const secretList = csv;
 
-const port = z.coerce.number().int().min(0).max(65535);
+/**
+ * An integer variable within [min, max]. Every refusal (not a number, a fraction, out of range)
+ * says the whole expectation, where zod's own words would say only "received NaN" or ">=1".
+ */
+function intIn(min: number, max: number, what: string) {
+  const error = `expected ${what}: an integer from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+}
+
+/** A variable that must be set to something when set at all. */
+const nonEmpty = (what: string) => z.string().min(1, { error: `expected ${what}, not an empty value` });
 
 /**
  * Every environment variable hookline reads. The README's configuration table mirrors this
- * schema; keep the two in step.
+ * schema; keep the two in step. Each check carries its expectation in words (a ConfigError
+ * shows it after the variable's name), never a bare "Invalid URL" or a raw regular expression.
  */
 export const envSchema = z
   .object({
-    HOOKLINE_HOST: z.string().min(1).default('127.0.0.1'),
-    HOOKLINE_PORT: port.default(8080),
-    HOOKLINE_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-    HOOKLINE_DATA_DIR: z.string().min(1).default('./data'),
-    DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+    HOOKLINE_HOST: nonEmpty('an address to listen on, such as 127.0.0.1 or 0.0.0.0').default('127.0.0.1'),
+    HOOKLINE_PORT: intIn(0, 65535, 'a TCP port').default(8080),
+    HOOKLINE_BASE_URL: z
+      .url({
+        protocol: /^https?$/,
+        error: 'expected an http(s) URL such as http://127.0.0.1:8080 or https://hooks.example.com',
+      })
+      .optional(),
+    HOOKLINE_DATA_DIR: nonEmpty('a directory path, such as ./data').default('./data'),
+    DATABASE_URL: z
+      .url({
+        protocol: /^postgres(ql)?$/,
+        error: 'expected a postgres:// or postgresql:// URL such as postgres://user@127.0.0.1:5432/hookline',
+      })
+      .optional(),
     HOOKLINE_EVENTSTORE_URL: z
       .string()
-      .regex(/^(esdb|kurrentdb|kdb)(\+discover)?:\/\//)
+      .regex(/^(esdb|kurrentdb|kdb)(\+discover)?:\/\//, {
+        error:
+          'expected an EventStoreDB/KurrentDB connection string starting with esdb://, kurrentdb:// or kdb:// (or esdb+discover:// and so on), such as esdb://127.0.0.1:2113?tls=false',
+      })
       .optional(),
     HOOKLINE_LOG_LEVEL: z
-      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'expected one of fatal, error, warn, info, debug, trace, silent',
+      })
       .default('info'),
     HOOKLINE_CODEHOST_SECRET: secretList,
     HOOKLINE_PAYMENTS_SECRET: secretList,
     HOOKLINE_CHAT_SECRET: secretList,
-    HOOKLINE_SIGNATURE_TOLERANCE_S: z.coerce.number().int().min(1).max(86_400).default(300),
-    HOOKLINE_MAX_BODY_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .max(64 * 1024 * 1024)
-      .default(5 * 1024 * 1024),
+    HOOKLINE_SIGNATURE_TOLERANCE_S: intIn(1, 86_400, 'a number of seconds').default(300),
+    HOOKLINE_MAX_BODY_BYTES: intIn(1024, 64 * 1024 * 1024, 'a number of bytes').default(5 * 1024 * 1024),
     HOOKLINE_TRUSTED_PROXIES: csv,
     HOOKLINE_OPERATOR: z
       .string()
-      .regex(/^[A-Za-z0-9._@-]{1,64}$/)
+      .regex(/^[A-Za-z0-9._@-]{1,64}$/, {
+        error:
+          "expected an operator name of 1 to 64 letters, digits, '.', '_', '@' or '-' (no spaces), such as admin",
+      })
       .default('admin'),
     HOOKLINE_AUTH_USER_HEADER: z
       .string()
-      .regex(/^[A-Za-z0-9-]+$/)
+      .regex(/^[A-Za-z0-9-]+$/, {
+        error: "expected an HTTP header name of letters, digits and '-', such as X-Forwarded-User",
+      })
       .optional()
       .transform((h) => h?.toLowerCase()),
-    HOOKLINE_BROKER_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+    HOOKLINE_BROKER_URL: z
+      .url({
+        protocol: /^rediss?$/,
+        error: 'expected a redis:// or rediss:// URL such as redis://127.0.0.1:6379',
+      })
+      .optional(),
     HOOKLINE_BROKER_CHANNELS: csv,
-    HOOKLINE_BROKER_CLAIM_IDLE_MS: z.coerce.number().int().min(100).max(86_400_000).default(30_000),
+    HOOKLINE_BROKER_CLAIM_IDLE_MS: intIn(100, 86_400_000, 'a number of milliseconds').default(30_000),
     HOOKLINE_SECRET_KEY: z
       .string()
-      .regex(/^[A-Za-z0-9+/=_-]{43,}$/)
+      .regex(/^[A-Za-z0-9+/=_-]{43,}$/, {
+        error:
+          'expected a key of 43 or more base64 or base64url characters (32 bytes or more), such as the output of `openssl rand -base64 32`',
+      })
       .optional(),
-    HOOKLINE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+    HOOKLINE_SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000, 'a number of milliseconds').default(10_000),
   })
   .superRefine((env, ctx) => {
     if (env.HOOKLINE_EVENTSTORE_URL && !env.DATABASE_URL) {

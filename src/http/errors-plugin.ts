@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ZodError } from 'zod';
 import { HooklineError, type ProblemDocument } from '../errors.ts';
@@ -31,6 +33,11 @@ export function toHooklineError(error: unknown): HooklineError {
   }
   const fe = error as Partial<FastifyError>;
   switch (fe.code) {
+    // Fastify's messages for these two quote the raw path, which may hold a token.
+    case 'FST_ERR_BAD_URL':
+      return new HooklineError('bad_request', 'the request URL is malformed (an invalid percent-escape)');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new HooklineError('uri_too_long', 'a segment of the request path is too long');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new HooklineError('payload_too_large', 'the request body exceeds the configured maximum size');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -78,18 +85,75 @@ export function sendProblem(
   return reply.code(error.status).type(problemContentType(request.url)).send(problem);
 }
 
+/** Logs `error` and answers it as a problem document; the error handler and frameworkErrors share it. */
+export function replyWithProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const he = toHooklineError(error);
+  if (he.status >= 500) request.log.error({ err: error }, 'request failed');
+  else request.log.info({ code: he.code, status: he.status }, 'request refused');
+  return sendProblem(reply, he, request);
+}
+
+/**
+ * Fastify's `frameworkErrors`: errors it raises before any route or hook of ours runs (a malformed
+ * percent-escape in a path parameter, an over-long parameter) get the same problem document.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  replyWithProblem(error, request, reply);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses has no request or reply
+ * object, so the problem document is written to the socket directly, as Fastify's default does
+ * with its own JSON.
+ */
+export function clientErrorProblem(
+  this: { log: FastifyBaseLogger },
+  error: ConnectionError,
+  socket: Socket,
+): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const he =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new HooklineError('request_timeout', 'the request was not received in time')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new HooklineError('headers_too_large', 'the request headers exceed the allowed size')
+        : new HooklineError('bad_request', 'the request is not valid HTTP/1.1');
+  this.log.trace({ err: error }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(he.toProblem());
+    socket.write(
+      `HTTP/1.1 ${he.status} ${STATUS_CODES[he.status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
 export const errorsPlugin = fp(
   async (app) => {
-    app.setErrorHandler((error, request, reply) => {
-      const he = toHooklineError(error);
-      if (he.status >= 500) request.log.error({ err: error }, 'request failed');
-      else request.log.info({ code: he.code, status: he.status }, 'request refused');
-      return sendProblem(reply, he, request);
+    app.setErrorHandler(replyWithProblem);
+    // From the start of close(), a request that still reaches us (pipelined, or on a kept-alive
+    // connection) is refused with a 503 problem and `Connection: close`; requests in flight passed
+    // this hook before and drain as before. Register this plugin before any route.
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onRequest', async (request, reply) => {
+      if (!closing) return;
+      request.log.info('refused: shutting down');
+      reply.header('connection', 'close');
+      const refusal = new HooklineError('unavailable', 'the server is shutting down; retry shortly');
+      return sendProblem(reply, refusal, request);
     });
     app.setNotFoundHandler((request, reply) =>
       sendProblem(
         reply,
-        new HooklineError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`),
+        // Redacted as in the request log: `/webhooks/generic/<name>/<token>/more` has no route.
+        new HooklineError(
+          'not_found',
+          `no route for ${request.method} ${redactUrl(request.url.split('?')[0] ?? '/')}`,
+        ),
         request,
       ),
     );

@@ -31,7 +31,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 
 /**
  * GET /healthz (spec 4.14, 2.7). `db` and `database` both report the SQL database (the spec
- * lists both names); `broker` appears when a broker is configured. `status` is `error` (503
+ * lists both names); `broker` is `disabled` when none is configured. `status` is `error` (503
  * problem) when the database or event store is unreachable, `degraded` (200) when they are fine
  * but an optional part is not.
  */

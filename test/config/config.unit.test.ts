@@ -23,52 +23,84 @@ const secretKey = 'k'.repeat(43);
  */
 const cases: Record<
   string,
-  { good: [string, (c: Config) => unknown, unknown]; bad?: string; extra?: Record<string, string> }
+  {
+    good: [string, (c: Config) => unknown, unknown];
+    /** A refused value and what its message must say was expected. */
+    bad?: [string, RegExp];
+    extra?: Record<string, string>;
+  }
 > = {
-  HOOKLINE_HOST: { good: ['0.0.0.0', (c) => c.host, '0.0.0.0'], bad: '' },
-  HOOKLINE_PORT: { good: ['9090', (c) => c.port, 9090], bad: '80a' },
+  HOOKLINE_HOST: {
+    good: ['0.0.0.0', (c) => c.host, '0.0.0.0'],
+    bad: ['', /expected an address to listen on, such as 127\.0\.0\.1/],
+  },
+  HOOKLINE_PORT: {
+    good: ['9090', (c) => c.port, 9090],
+    bad: ['80a', /expected a TCP port: an integer from 0 to 65535/],
+  },
   HOOKLINE_BASE_URL: {
     good: ['https://hooks.example.com/', (c) => c.baseUrl, 'https://hooks.example.com'],
-    bad: 'ftp://hooks.example.com',
+    bad: ['ftp://hooks.example.com', /expected an http\(s\) URL such as http:\/\/127\.0\.0\.1:8080/],
   },
-  HOOKLINE_DATA_DIR: { good: ['/var/lib/hookline', (c) => c.dataDir, '/var/lib/hookline'], bad: '' },
+  HOOKLINE_DATA_DIR: {
+    good: ['/var/lib/hookline', (c) => c.dataDir, '/var/lib/hookline'],
+    bad: ['', /expected a directory path/],
+  },
   DATABASE_URL: {
     good: ['postgres://u@db:5432/hookline', (c) => c.databaseUrl, 'postgres://u@db:5432/hookline'],
-    bad: 'mysql://u@db/hookline',
+    bad: ['mysql://u@db/hookline', /expected a postgres:\/\/ or postgresql:\/\/ URL/],
   },
   HOOKLINE_EVENTSTORE_URL: {
     good: ['esdb://es:2113?tls=false', (c) => c.eventStoreUrl, 'esdb://es:2113?tls=false'],
-    bad: 'http://es:2113',
+    bad: ['http://es:2113', /expected an EventStoreDB\/KurrentDB connection string starting with esdb:\/\//],
     extra: { DATABASE_URL: 'postgres://u@db/hookline' },
   },
-  HOOKLINE_LOG_LEVEL: { good: ['debug', (c) => c.logLevel, 'debug'], bad: 'loud' },
+  HOOKLINE_LOG_LEVEL: {
+    good: ['debug', (c) => c.logLevel, 'debug'],
+    bad: ['loud', /expected one of fatal, error, warn, info, debug, trace, silent/],
+  },
   HOOKLINE_CODEHOST_SECRET: { good: [' a , b ,,', (c) => c.secrets.codehost, ['a', 'b']] },
   HOOKLINE_PAYMENTS_SECRET: { good: ['whsec_1', (c) => c.secrets.payments, ['whsec_1']] },
   HOOKLINE_CHAT_SECRET: { good: ['  s3  ', (c) => c.secrets.chat, ['s3']] },
-  HOOKLINE_SIGNATURE_TOLERANCE_S: { good: ['60', (c) => c.signatureToleranceS, 60], bad: '0' },
-  HOOKLINE_MAX_BODY_BYTES: { good: ['1048576', (c) => c.maxBodyBytes, 1048576], bad: '100' },
+  HOOKLINE_SIGNATURE_TOLERANCE_S: {
+    good: ['60', (c) => c.signatureToleranceS, 60],
+    bad: ['0', /expected a number of seconds: an integer from 1 to 86400/],
+  },
+  HOOKLINE_MAX_BODY_BYTES: {
+    good: ['1048576', (c) => c.maxBodyBytes, 1048576],
+    bad: ['100', /expected a number of bytes: an integer from 1024 to 67108864/],
+  },
   HOOKLINE_TRUSTED_PROXIES: {
     good: ['10.0.0.1, 10.0.0.0/8', (c) => c.trustedProxies, ['10.0.0.1', '10.0.0.0/8']],
   },
   HOOKLINE_OPERATOR: {
     good: ['alice@example.com', (c) => c.operator, 'alice@example.com'],
-    bad: 'alice smith',
+    bad: ['alice smith', /expected an operator name of 1 to 64 letters, digits/],
   },
   HOOKLINE_AUTH_USER_HEADER: {
     good: ['X-Forwarded-User', (c) => c.authUserHeader, 'x-forwarded-user'],
-    bad: 'X_User',
+    bad: ['X_User', /expected an HTTP header name of letters, digits and '-'/],
   },
   HOOKLINE_BROKER_URL: {
     good: ['redis://127.0.0.1:6379', (c) => c.broker.url, 'redis://127.0.0.1:6379'],
-    bad: 'http://127.0.0.1:6379',
+    bad: ['http://127.0.0.1:6379', /expected a redis:\/\/ or rediss:\/\/ URL/],
   },
   HOOKLINE_BROKER_CHANNELS: {
     good: ['orders, chat', (c) => c.broker.channels, ['orders', 'chat']],
     extra: { HOOKLINE_BROKER_URL: 'redis://127.0.0.1:6379' },
   },
-  HOOKLINE_BROKER_CLAIM_IDLE_MS: { good: ['60000', (c) => c.broker.claimIdleMs, 60000], bad: '5' },
-  HOOKLINE_SECRET_KEY: { good: [secretKey, (c) => c.secretKey, secretKey], bad: 'short' },
-  HOOKLINE_SHUTDOWN_TIMEOUT_MS: { good: ['2500', (c) => c.shutdownTimeoutMs, 2500], bad: '-1' },
+  HOOKLINE_BROKER_CLAIM_IDLE_MS: {
+    good: ['60000', (c) => c.broker.claimIdleMs, 60000],
+    bad: ['5', /expected a number of milliseconds: an integer from 100 to 86400000/],
+  },
+  HOOKLINE_SECRET_KEY: {
+    good: [secretKey, (c) => c.secretKey, secretKey],
+    bad: ['short', /expected a key of 43 or more base64 or base64url characters/],
+  },
+  HOOKLINE_SHUTDOWN_TIMEOUT_MS: {
+    good: ['2500', (c) => c.shutdownTimeoutMs, 2500],
+    bad: ['-1', /expected a number of milliseconds: an integer from 0 to 600000/],
+  },
 };
 
 describe('config: every variable', () => {
@@ -85,10 +117,14 @@ describe('config: every variable', () => {
       expect(read(load({ ...extra, [name]: raw }))).toEqual(expected);
     });
     if (bad !== undefined) {
-      it(`${name} refuses ${JSON.stringify(bad)} naming the variable`, () => {
-        const issues = issuesOf({ ...extra, [name]: bad });
+      const [value, expected] = bad;
+      it(`${name} refuses ${JSON.stringify(value)} naming the variable and what was expected`, () => {
+        const issues = issuesOf({ ...extra, [name]: value });
         expect(issues).toHaveLength(1);
         expect(issues[0]).toMatch(new RegExp(`^${name}: `));
+        expect(issues[0]).toMatch(expected);
+        // Words, not zod's shorthand: no bare "Invalid URL", no raw pattern, no "received NaN".
+        expect(issues[0]).not.toMatch(/Invalid URL|pattern|\/\^|NaN|>=|<=/);
       });
     }
   }
@@ -169,6 +205,30 @@ describe('config: error messages', () => {
     expect(issue).toMatch(/info/);
     const [port] = issuesOf({ HOOKLINE_PORT: '70000' });
     expect(port).toMatch(/65535/);
+  });
+
+  it('says what kind of URL each URL variable expects, for a value that is no URL at all', () => {
+    const expected: Record<string, RegExp> = {
+      HOOKLINE_BASE_URL: /^HOOKLINE_BASE_URL: expected an http\(s\) URL such as http:\/\/127\.0\.0\.1:8080/,
+      DATABASE_URL: /^DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL such as postgres:\/\//,
+      HOOKLINE_BROKER_URL:
+        /^HOOKLINE_BROKER_URL: expected a redis:\/\/ or rediss:\/\/ URL such as redis:\/\//,
+      HOOKLINE_EVENTSTORE_URL: /^HOOKLINE_EVENTSTORE_URL: expected .*such as esdb:\/\/127\.0\.0\.1:2113/,
+    };
+    for (const [name, message] of Object.entries(expected)) {
+      const [issue] = issuesOf({ DATABASE_URL: 'postgres://db/hookline', [name]: 'not a url' });
+      expect(issue).toMatch(message);
+      expect(issue).toContain('(got "not a url")');
+    }
+  });
+
+  it('says the range of an integer for a fraction and for a value out of range', () => {
+    expect(issuesOf({ HOOKLINE_PORT: '80.5' })[0]).toMatch(
+      /^HOOKLINE_PORT: expected a TCP port: an integer from 0 to 65535/,
+    );
+    expect(issuesOf({ HOOKLINE_PORT: '70000' })[0]).toMatch(
+      /^HOOKLINE_PORT: expected a TCP port: an integer from 0 to 65535/,
+    );
   });
 
   it('never echoes a secret or a URL password', () => {

@@ -62,8 +62,8 @@ function enabledCheck(providers: ProviderDirectory, name: string, logger: Logger
 
 /**
  * Starts one consumer per channel of `config.broker.channels` when `HOOKLINE_BROKER_URL` is set,
- * registers `broker` with the health registry and stops with the runtime. Without a broker URL it
- * does nothing and `/healthz` has no `broker` member.
+ * registers `broker` with the health registry and stops with the runtime. Without a broker URL
+ * (or without channels) it starts nothing and `/healthz` says `broker: "disabled"`.
  */
 export function startBrokerConsumers(
   runtime: Runtime,
@@ -73,7 +73,11 @@ export function startBrokerConsumers(
   const { config, logger, clock, store } = runtime;
   const { url, claimIdleMs } = config.broker;
   const channels = [...new Set(config.broker.channels)]; // a channel named twice is consumed once
-  if (!url || channels.length === 0) return undefined;
+  if (!url || channels.length === 0) {
+    // Spec 2.7: `disabled` is the broker's state when none is configured; status stays ok.
+    runtime.health.register('broker', () => 'disabled');
+    return undefined;
+  }
   const consumerName = brokerConsumerName();
   const providers = overrides.providers ?? createProviderDirectory({ store, config, clock });
   const consumers: ChannelConsumer[] = channels.map((channel) => {

@@ -1,0 +1,256 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readCheckpoint } from '../../projections/checkpoints.ts';
+import { allProjections } from '../../projections/index.ts';
+import type { ProjectionStatus } from '../../projections/types.ts';
+import { acquireDataDirLock } from '../../src/db/lockfile.ts';
+import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { StreamNotFoundError } from '../../src/eventstore/port.ts';
+import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
+import { type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+import { compareWithRebuild, type Harness } from './support.ts';
+
+/**
+ * Issue 2, point 5, on the real service: `kill -9` `hookline serve` while its projections apply
+ * under load from concurrent signed webhooks; after a restart (embedded: over the dead process's
+ * lock file, nothing cleaned up by hand) and catch-up, every read model equals a rebuild from the
+ * log, and every delivery acknowledged with 202 before the kill is in the log.
+ * (crash.int.test.ts does the same on a child that runs only the store and the runner.)
+ */
+
+const hasPg = await postgresAvailable();
+const SENDERS = 8;
+
+interface Acked {
+  readonly id: number;
+  readonly body: string;
+}
+
+/** `SENDERS` concurrent senders of signed codehost deliveries, until stopped or refused. */
+function driveLoad(url: string) {
+  const acked: Acked[] = [];
+  const refusals: string[] = [];
+  let stopped = false;
+  const sender = async (k: number) => {
+    for (let n = 0; !stopped; n++) {
+      const body = JSON.stringify({ sender: k, n, note: 'crash under load', pad: 'x'.repeat(200 + n) });
+      const d = signedDelivery(body);
+      let res: Response;
+      try {
+        res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
+      } catch {
+        return; // the service is gone: this delivery was never acknowledged
+      }
+      const text = await res.text().catch(() => undefined);
+      if (text === undefined) return; // killed while answering: no acknowledgement either
+      if (res.status !== 202) {
+        refusals.push(`${res.status} ${text}`);
+        continue;
+      }
+      acked.push({ id: (JSON.parse(text) as { id: number }).id, body });
+    }
+  };
+  const all = Promise.all(Array.from({ length: SENDERS }, (_, k) => sender(k)));
+  return {
+    acked,
+    refusals,
+    stop: async () => {
+      stopped = true;
+      await all;
+    },
+  };
+}
+
+async function projectionStatus(url: string): Promise<ProjectionStatus[]> {
+  const res = await fetch(`${url}/admin/projections`);
+  if (res.status !== 200) throw new Error(`/admin/projections answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { projections: ProjectionStatus[] }).projections;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until `minAcked` deliveries are acknowledged and the read models are part-way: some
+ * projection has applied events and is still behind the log. Returns the statuses it saw then.
+ */
+async function untilApplyingUnderLoad(
+  server: ServerProcess,
+  load: ReturnType<typeof driveLoad>,
+  minAcked: number,
+): Promise<ProjectionStatus[]> {
+  for (;;) {
+    if (load.refusals.length > 0)
+      throw new Error(`deliveries refused: ${load.refusals.slice(0, 3).join('\n')}`);
+    if (load.acked.length >= minAcked) {
+      const statuses = await projectionStatus(server.url);
+      const applied = statuses.some((s) => s.position !== 'start');
+      const behind = statuses.some((s) => s.lagEvents > 0);
+      if (applied && behind) return statuses;
+    }
+    await sleep(50);
+  }
+}
+
+/** Polls the restarted service until every read model is active and has no lag. */
+async function untilCaughtUp(url: string): Promise<void> {
+  for (;;) {
+    const statuses = await projectionStatus(url);
+    if (statuses.every((s) => s.state === 'active' && s.lagEvents === 0)) return;
+    await sleep(200);
+  }
+}
+
+/** Opens what the stopped service left: the store and its SQL database, as a comparison harness. */
+async function openLeftovers(target: { dataDir: string } | { url: string }): Promise<Harness> {
+  const lock =
+    'dataDir' in target ? await acquireDataDirLock(target.dataDir, { command: 'test' }) : undefined;
+  let sqlDb: SqlDatabase | undefined;
+  try {
+    sqlDb = 'dataDir' in target ? await openPglite(target.dataDir) : openPostgres(target.url, { max: 4 });
+    const store = await createSqlEventStore(sqlDb, { pollMs: 100 });
+    const opened = sqlDb;
+    return {
+      sql: opened,
+      store,
+      close: async () => {
+        await store.close();
+        await opened.close();
+        await lock?.release();
+      },
+    };
+  } catch (err) {
+    await sqlDb?.close();
+    await lock?.release();
+    throw err;
+  }
+}
+
+/**
+ * No runner runs here: the service applied everything and stopped. "Waiting" is checking that
+ * the checkpoint it left stands at the log's head, so the tables compared are the service's own.
+ */
+function stoppedRunner(h: Harness) {
+  return {
+    waitFor: async (position: string, options: { projection?: string } = {}) => {
+      const name = options.projection ?? '';
+      const checkpoint = await readCheckpoint(h.sql.db, name);
+      if (checkpoint?.position !== position) {
+        throw new Error(
+          `read model ${name} was left at ${checkpoint?.position}, the log's head is ${position}`,
+        );
+      }
+    },
+  };
+}
+
+async function expectEveryAckInTheLog(h: Harness, acked: readonly Acked[]): Promise<void> {
+  const stored = new Map<number, string>();
+  try {
+    for await (const e of h.store.readStream('deliveries')) {
+      stored.set(Number(e.revision) + 1, new TextDecoder().decode(e.data));
+    }
+  } catch (err) {
+    if (!(err instanceof StreamNotFoundError)) throw err;
+  }
+  const lost = acked.filter((a) => stored.get(a.id) !== a.body);
+  expect(
+    lost.map((a) => a.id),
+    'deliveries acknowledged with 202 but not in the log',
+  ).toEqual([]);
+}
+
+/** The scenario, for one storage mode: load, kill -9, restart, catch up, stop, compare. */
+async function crashUnderLoad(
+  dataDir: string,
+  env: Record<string, string>,
+  minAcked: number,
+  started: ServerProcess[],
+): Promise<{ acked: readonly Acked[]; first: ServerProcess; second: ServerProcess }> {
+  const first = await startHookline(dataDir, env);
+  started.push(first);
+  await first.healthy();
+
+  const load = driveLoad(first.url);
+  await untilApplyingUnderLoad(first, load, minAcked);
+  first.kill('SIGKILL');
+  expect((await first.exited).signal).toBe('SIGKILL');
+  await load.stop();
+  expect(load.acked.length).toBeGreaterThanOrEqual(minAcked);
+
+  const second = await startHookline(dataDir, env);
+  started.push(second);
+  await second.healthy();
+  await untilCaughtUp(second.url);
+  second.kill('SIGTERM');
+  expect(await second.exited, second.stderr()).toEqual({ code: 0, signal: null });
+  return { acked: load.acked, first, second };
+}
+
+async function expectReadModelsEqualRebuild(h: Harness): Promise<void> {
+  const runner = stoppedRunner(h);
+  for (const projection of allProjections) {
+    const { live, rebuilt } = await compareWithRebuild(h, runner, projection);
+    expect(live, `read model ${projection.name} after the restart`).toEqual(rebuilt);
+  }
+}
+
+describe('crash of the service: kill -9 under webhook load, embedded', () => {
+  let dataDir: string | undefined;
+  const started: ServerProcess[] = [];
+
+  afterEach(async () => {
+    for (const p of started.splice(0)) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGKILL');
+      await p.exited;
+    }
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('restarts over the stale lock; every read model equals a rebuild, every 202 is in the log', async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookline-service-crash-'));
+    const { acked, first, second } = await crashUnderLoad(dataDir, {}, 150, started);
+    // The restart went through the lock file the killed process left, with no clean-up between.
+    expect(second.stderr()).toContain('stale lock');
+    expect(second.stderr()).toContain(`pid ${first.pid}`);
+
+    const h = await openLeftovers({ dataDir });
+    try {
+      await expectEveryAckInTheLog(h, acked);
+      await expectReadModelsEqualRebuild(h);
+    } finally {
+      await h.close();
+    }
+  }, 600_000);
+});
+
+describe.runIf(hasPg)('crash of the service: kill -9 under webhook load, PostgreSQL', () => {
+  let dataDir: string | undefined;
+  let testDb: TestDatabase | undefined;
+  const started: ServerProcess[] = [];
+
+  afterEach(async () => {
+    for (const p of started.splice(0)) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGKILL');
+      await p.exited;
+    }
+    await testDb?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('restarts; every read model equals a rebuild, every 202 is in the log', async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookline-service-crash-'));
+    testDb = await createTestDatabase();
+    const { acked } = await crashUnderLoad(dataDir, { DATABASE_URL: testDb.url }, 400, started);
+
+    const h = await openLeftovers({ url: testDb.url });
+    try {
+      await expectEveryAckInTheLog(h, acked);
+      await expectReadModelsEqualRebuild(h);
+    } finally {
+      await h.close();
+    }
+  }, 600_000);
+});
