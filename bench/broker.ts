@@ -90,7 +90,10 @@ async function run(name: string, storage: Storage, projections: boolean) {
   try {
     const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
     const started = performance.now();
-    startBrokerConsumers(runtime, ingestion.recorder, { providers: ingestion.directory, batchSize: batch });
+    await startBrokerConsumers(runtime, ingestion.recorder, {
+      providers: ingestion.directory,
+      batchSize: batch,
+    });
     let lastLog = 0;
     while (!(await groupDone(redis, stream))) {
       await new Promise((r) => setTimeout(r, 25));

@@ -58,9 +58,9 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
   // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
-  let broker: ReturnType<typeof startBrokerConsumers>;
+  let broker: Awaited<ReturnType<typeof startBrokerConsumers>>;
   app.addHook('onReady', async () => {
-    broker = startBrokerConsumers(runtime, ingestion.recorder, { providers: ingestion.directory });
+    broker = await startBrokerConsumers(runtime, ingestion.recorder, { providers: ingestion.directory });
   });
   app.addHook('onClose', async () => {
     await broker?.stop();

@@ -56,7 +56,7 @@ describe.runIf(hasRedis)('broker consumer (Redis Streams into the log)', () => {
     const [firstId, firstFields] = read[0]![1][0]!;
     await recorder.record(toBrokerDelivery(claimed, firstId.toString(), firstFields, new Date()));
 
-    consumers = startBrokerConsumers(runtime, recorder, { blockMs: 200 })!;
+    consumers = (await startBrokerConsumers(runtime, recorder, { blockMs: 200 }))!;
   });
 
   afterAll(async () => {

@@ -51,7 +51,7 @@ describe.runIf(hasRedis)('broker provider disabled, and /healthz', () => {
       clock: runtime.clock,
     });
     const recorder = createDeliveryRecorder({ store: runtime.store, clock: runtime.clock });
-    startBrokerConsumers(runtime, recorder, { providers, blockMs: 200 });
+    await startBrokerConsumers(runtime, recorder, { providers, blockMs: 200 });
     app = await buildApp(runtime, { requestLogging: false });
   });
 
@@ -118,7 +118,10 @@ describe.runIf(hasRedis)('/healthz when the broker is unreachable or absent', ()
       HOOKLINE_BROKER_URL: `redis://127.0.0.1:${port}`,
       HOOKLINE_BROKER_CHANNELS: 'nowhere',
     });
-    startBrokerConsumers(runtime, createDeliveryRecorder({ store: runtime.store, clock: runtime.clock }));
+    await startBrokerConsumers(
+      runtime,
+      createDeliveryRecorder({ store: runtime.store, clock: runtime.clock }),
+    );
     app = await buildApp(runtime, { requestLogging: false });
     const { statusCode, body } = await health(app);
     expect(statusCode).toBe(200);
@@ -129,7 +132,7 @@ describe.runIf(hasRedis)('/healthz when the broker is unreachable or absent', ()
     const plain = await runtimeFor({});
     try {
       expect(
-        startBrokerConsumers(plain, createDeliveryRecorder({ store: plain.store, clock: plain.clock })),
+        await startBrokerConsumers(plain, createDeliveryRecorder({ store: plain.store, clock: plain.clock })),
       ).toBe(undefined);
       const plainApp = await buildApp(plain, { requestLogging: false });
       const { body } = await health(plainApp);

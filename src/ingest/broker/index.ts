@@ -1,5 +1,4 @@
 import os from 'node:os';
-import { Redis } from 'ioredis';
 import type { ComponentState } from '../../health.ts';
 import type { Logger } from '../../logger.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -65,11 +64,11 @@ function enabledCheck(providers: ProviderDirectory, name: string, logger: Logger
  * registers `broker` with the health registry and stops with the runtime. Without a broker URL
  * (or without channels) it starts nothing and `/healthz` says `broker: "disabled"`.
  */
-export function startBrokerConsumers(
+export async function startBrokerConsumers(
   runtime: Runtime,
   recorder: Pick<DeliveryRecorder, 'record'>,
   overrides: BrokerOptions = {},
-): BrokerConsumers | undefined {
+): Promise<BrokerConsumers | undefined> {
   const { config, logger, clock, store } = runtime;
   const { url, claimIdleMs } = config.broker;
   const channels = [...new Set(config.broker.channels)]; // a channel named twice is consumed once
@@ -78,6 +77,8 @@ export function startBrokerConsumers(
     runtime.health.register('broker', () => 'disabled');
     return undefined;
   }
+  // ioredis is loaded only when a broker is configured (about 20 MB otherwise not held).
+  const { Redis } = await import('ioredis');
   const consumerName = brokerConsumerName();
   const providers = overrides.providers ?? createProviderDirectory({ store, config, clock });
   const consumers: ChannelConsumer[] = channels.map((channel) => {
