@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
+import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -106,7 +107,8 @@ function startChild(
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SELF, '--serve', target], {
+    // Every server, the bare one too, runs with the flags `hookline serve` runs with.
+    const child = spawn(process.execPath, [...NODE_FLAGS, SELF, '--serve', target], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

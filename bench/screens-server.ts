@@ -4,7 +4,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -17,9 +19,29 @@ export interface SseInjection {
   readonly storeP99: number;
 }
 
+/** The server's resident set now and its peak (VmHWM) so far, in MB. */
+export interface Memory {
+  readonly rssMb: number;
+  readonly peakMb: number | undefined;
+}
+
+function memory(): Memory {
+  let peakMb: number | undefined;
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (kb) peakMb = Number(kb) / 1024;
+  } catch {
+    // no /proc here: the peak is not known
+  }
+  return { rssMb: process.memoryUsage().rss / 1024 / 1024, peakMb };
+}
+
+export const formatMemory = (m: Memory): string =>
+  `server RSS ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb === undefined ? 'n/a' : m.peakMb.toFixed(0)} MB)`;
+
 export type Command =
   | { cmd: 'inject'; rate: number; seconds: number }
-  | { cmd: 'rss' }
+  | { cmd: 'memory' }
   | { cmd: 'cpu' }
   | { cmd: 'stop' };
 
@@ -95,7 +117,7 @@ async function serve(databaseUrl: string): Promise<void> {
 
   process.on('message', async (m: Command) => {
     if (m.cmd === 'inject') process.send?.({ injected: await inject(m.rate, m.seconds) });
-    else if (m.cmd === 'rss') process.send?.({ rss: process.memoryUsage().rss });
+    else if (m.cmd === 'memory') process.send?.({ memory: memory() });
     else if (m.cmd === 'cpu') process.send?.({ cpu: process.cpuUsage() });
     else if (m.cmd === 'stop') {
       await app.close();
@@ -113,7 +135,11 @@ export interface Server {
 }
 
 export async function startServer(databaseUrl: string): Promise<Server> {
-  const child = fork(SELF, [databaseUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // Node runs the server as `hookline serve` runs it (src/cli/node-flags.ts).
+  const child = fork(SELF, [databaseUrl], {
+    execArgv: [...NODE_FLAGS],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));

@@ -4,7 +4,7 @@
  * client, and a check that every client got every delivery exactly once.
  */
 import http from 'node:http';
-import { retentionOff, startServer, withDatabase } from './screens-server.ts';
+import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
 
 /** Latencies in a 0.1 ms histogram up to 60 s: millions of samples in fixed memory. */
 class Histogram {
@@ -123,7 +123,7 @@ export async function sseBench(clients: number, rate: number, seconds: number): 
         (serverCpu1.user + serverCpu1.system - serverCpu0.user - serverCpu0.system) / 1e6 / wall;
       const own = process.cpuUsage(ownCpu0);
       const clientBusy = (own.user + own.system) / 1e6 / wall;
-      const rss = await server.request<number>({ cmd: 'rss' }, 'rss');
+      const memory = await server.request<Memory>({ cmd: 'memory' }, 'memory');
       const complete = connected.filter((c) => c.received === injected.sent).length;
       const duplicates = connected.reduce((n, c) => n + c.duplicates, 0);
       for (const c of connected) c.destroy();
@@ -133,7 +133,7 @@ export async function sseBench(clients: number, rate: number, seconds: number): 
           `  latency p50 ${histogram.percentile(0.5).toFixed(1)} ms, p99 ${histogram.percentile(0.99).toFixed(1)} ms, max ${histogram.max.toFixed(0)} ms over ${histogram.count} receptions`,
           `  of which the store's live subscription (append to subscriber): p50 ${injected.storeP50} ms, p99 ${injected.storeP99} ms`,
           `  clients with every delivery: ${complete}/${clients}; duplicates: ${duplicates}`,
-          `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; server RSS ${(rss / 1024 / 1024).toFixed(0)} MB`,
+          `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; ${formatMemory(memory)}`,
         ].join('\n'),
       );
     } finally {

@@ -15,7 +15,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { retentionOff, startServer, withDatabase } from './screens-server.ts';
+import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
 import { sseBench } from './screens-sse.ts';
 
 const { values: args } = parseArgs({
@@ -94,8 +94,7 @@ async function logBench(): Promise<void> {
           `  ${name.padEnd(24)} ${percentile(times, 0.5).toFixed(1).padStart(6)}   ${percentile(times, 0.95).toFixed(1).padStart(6)}   ${shown}`,
         );
       }
-      const rss = await server.request<number>({ cmd: 'rss' }, 'rss');
-      console.log(`  server RSS ${(rss / 1024 / 1024).toFixed(0)} MB`);
+      console.log(`  ${formatMemory(await server.request<Memory>({ cmd: 'memory' }, 'memory'))}`);
     } finally {
       server.child.send({ cmd: 'stop' });
       await new Promise((r) => server.child.once('exit', r));
