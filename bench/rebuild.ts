@@ -41,7 +41,8 @@ const load = () =>
 
 async function main(): Promise<void> {
   const scratch = await createScratchDatabase('rebuild');
-  const database = openPostgres(scratch.url);
+  // The seed inserts SEED_CHUNK rows a statement, longer than the serving bound on statements.
+  const database = openPostgres(scratch.url, { queryTimeoutMs: 0 });
   console.log(`load average ${load()} on ${os.cpus().length} cores`);
   try {
     await migrateToLatest(database.db);

@@ -58,11 +58,63 @@ export async function openPglite(dataDir: string | undefined): Promise<SqlDataba
   };
 }
 
-export function openPostgres(connectionString: string, options: { max?: number } = {}): SqlDatabase {
+/**
+ * How long opening a connection, or waiting for a free one in the pool, may take. A healthy server
+ * answers a startup in milliseconds; one that hangs would otherwise hold the request forever.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * How long one statement may wait for its answer before the caller gets an error (a request gets
+ * its 503). Every statement hookline runs is kept short (batched appends, reads and deletes, design.md
+ * "PostgreSQL hygiene"), so this is far above any healthy one, and low enough that an append still
+ * gets its 503 before a sender's own timeout (10 s for GitHub) in the usual case. A statement that
+ * times out may still have run and committed: the writer answers 503 and does not run it again
+ * (errors.ts), and a redelivery finds the original. Not config: nothing healthy comes near it.
+ */
+export const QUERY_TIMEOUT_MS = 5_000;
+
+/**
+ * TCP keepalive on every connection, first probe after this long idle: a peer that vanished (host
+ * down, connection dropped by a firewall) is found even on a connection that sends nothing, such as
+ * the LISTEN one. A server that hangs but whose host answers is the query timeout's work.
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
+
+/**
+ * node-pg leaves a statement that timed out active on its connection: the next user of that pooled
+ * client would queue behind a server that does not answer or, once it does, find a transaction whose
+ * ROLLBACK also timed out and was never sent. So the client closes itself, and the pool drops it
+ * when it comes back (Kysely releases clients without an error).
+ */
+class BoundedClient extends CopyingClient {
+  // biome-ignore lint/suspicious/noExplicitAny: pg's query() has many overloads; all pass through unchanged
+  override query(...args: any[]): any {
+    const result = (super.query as (...a: unknown[]) => unknown)(...args);
+    if (!(result instanceof Promise)) return result; // callback or submittable: the caller sees the error
+    return result.catch((err: unknown) => {
+      if (err instanceof Error && err.message === 'Query read timeout') this.end().catch(() => {});
+      throw err;
+    });
+  }
+}
+
+export interface PostgresOptions {
+  readonly max?: number;
+  /** Milliseconds; 0 for none (bulk loads of benchmarks). Default QUERY_TIMEOUT_MS. */
+  readonly queryTimeoutMs?: number;
+}
+
+export function openPostgres(connectionString: string, options: PostgresOptions = {}): SqlDatabase {
+  const queryTimeoutMs = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
-    Client: CopyingClient, // COPY FROM STDIN through Kysely (copy.ts)
+    Client: BoundedClient, // COPY FROM STDIN through Kysely (copy.ts), closed after a timeout
     connectionString,
     max: options.max ?? 16,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
     // Long transactions stall the xid8 reader for everyone (design.md, PostgreSQL hygiene).
     idle_in_transaction_session_timeout: 30_000,
     application_name: 'hookline',

@@ -1,10 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { sign as octokitSign } from '@octokit/webhooks-methods';
-import fc from 'fast-check';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { errorCatalog } from '../../src/errors.ts';
 import { signatureSchemes } from '../../src/ingest/signatures/index.ts';
 import type { VerifyResult } from '../../src/ingest/signatures/types.ts';
 
@@ -75,6 +73,7 @@ describe('codehost (X-Hub-Signature-256)', () => {
     expect(verify('codehost', { 'x-hub-signature-256': sig }, body, [...config.secrets.codehost]).ok).toBe(
       true,
     );
+    expect(verify('codehost', { 'x-hub-signature-256': sig }, body, ['s3cret\n']).ok).toBe(false);
   });
 
   it('accepts any secret of a rotation list and says which matched', async () => {
@@ -143,6 +142,13 @@ describe('payments (Payments-Signature / Stripe-Signature)', () => {
     });
   });
 
+  it('verifies with a secret configured with a trailing newline (trimmed by the config)', () => {
+    const config = loadConfig({ HOOKLINE_PAYMENTS_SECRET: 'whsec_test\n' });
+    const header = { 'payments-signature': stripeHeader(body, 'whsec_test') };
+    expect(verify('payments', header, body, [...config.secrets.payments]).ok).toBe(true);
+    expect(verify('payments', header, body, ['whsec_test\n']).ok).toBe(false); // the trim is what makes it pass
+  });
+
   it('accepts several v1 of which only the second is valid', () => {
     const good = stripeHeader(body, 'whsec_test');
     const v1 = /v1=([0-9a-f]{64})/.exec(good)![1]!;
@@ -171,6 +177,13 @@ describe('chat (X-Chat-Signature, v0)', () => {
     }
   });
 
+  it('verifies with a secret configured with a trailing newline (trimmed by the config)', () => {
+    const config = loadConfig({ HOOKLINE_CHAT_SECRET: 'chat-secret\n' });
+    const headers = { 'x-chat-signature': slackV0('chat-secret', ts, body), 'x-chat-request-timestamp': ts };
+    expect(verify('chat', headers, body, [...config.secrets.chat]).ok).toBe(true);
+    expect(verify('chat', headers, body, ['chat-secret\n']).ok).toBe(false); // the trim is what makes it pass
+  });
+
   it('answers 400 (missing header) without a timestamp header, before looking at the signature', () => {
     const r = verify('chat', { 'x-chat-signature': slackV0('chat-secret', ts, body) }, body, ['chat-secret']);
     expect(r).toMatchObject({ ok: false, code: 'missing_header' });
@@ -193,59 +206,4 @@ describe('chat (X-Chat-Signature, v0)', () => {
       reason: 'timestamp must be in seconds, not milliseconds',
     });
   });
-});
-
-describe('no header input yields anything but 400 or 401 (fast-check)', () => {
-  const status = (r: VerifyResult) => (r.ok ? 202 : errorCatalog[r.code].status);
-  const headerValue = fc.oneof(
-    fc.string(),
-    fc.string({ unit: 'binary' }),
-    fc.constantFrom(
-      'sha256=',
-      'v0=',
-      't=,v1=',
-      't=1,v1=',
-      `sha256=${'0'.repeat(64)}`,
-      `v0=${'a'.repeat(64)}`,
-    ),
-    fc
-      .array(fc.oneof(fc.constantFrom('t', 'v1', 'v0', ''), fc.string()), { maxLength: 40 })
-      .map((parts) => parts.map((p, i) => (i % 2 ? `=${p}` : `${p},`)).join('')),
-    fc
-      .tuple(
-        fc.integer({ min: -1e12, max: 1e15 }),
-        fc.array(fc.stringMatching(/^[0-9a-f]{0,70}$/), { maxLength: 20 }),
-      )
-      .map(([t, sigs]) => [`t=${t}`, ...sigs.map((s) => `v1=${s}`)].join(',')),
-  );
-  const headers = fc.record(
-    {
-      'x-hub-signature-256': headerValue,
-      'payments-signature': headerValue,
-      'stripe-signature': headerValue,
-      'x-chat-signature': headerValue,
-      'x-slack-signature': headerValue,
-      'x-chat-request-timestamp': fc.oneof(fc.string(), fc.integer().map(String), fc.constant(String(NOW_S))),
-      'x-slack-request-timestamp': fc.string(),
-    },
-    { requiredKeys: [] },
-  );
-
-  for (const provider of ['codehost', 'payments', 'chat'] as const) {
-    it(`${provider}: every random header set is refused with 400 or 401, never thrown`, () => {
-      fc.assert(
-        fc.property(
-          headers,
-          fc.uint8Array({ maxLength: 256 }),
-          fc.array(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 3 }),
-          (h, b, secrets) => {
-            const r = verify(provider, h, b, secrets);
-            expect([400, 401]).toContain(status(r));
-            if (provider !== 'chat') expect(status(r)).toBe(401);
-          },
-        ),
-        { numRuns: 500 },
-      );
-    });
-  }
 });

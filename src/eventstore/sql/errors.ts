@@ -1,6 +1,6 @@
 /**
- * Classifies driver errors. A lost or refused connection becomes StoreUnavailableError for
- * callers (503); deadlocks and serialization failures are retried by the writer.
+ * Classifies driver errors. A lost, refused or unanswered connection becomes StoreUnavailableError
+ * for callers (503); deadlocks and serialization failures are retried by the writer.
  */
 
 const connectionCodes = new Set([
@@ -21,7 +21,10 @@ const connectionMessages = [
   'Connection terminated',
   'connection error',
   'Connection ended',
-  'timeout exceeded when trying to connect',
+  'timeout exceeded when trying to connect', // waiting for a pooled client (connectionTimeoutMillis)
+  // The pool's query_timeout (db/open.ts): the server did not answer in time. The statement may
+  // have run, even committed, so it is a lost connection (503, never run again), not unreachable.
+  'Query read timeout',
   'Client was closed',
   'not queryable',
 ];
@@ -50,7 +53,11 @@ const unreachableCodes = new Set([
   '53300',
 ]);
 
-/** No connection could be made: nothing was sent, so nothing was written. */
+/**
+ * No connection could be made: nothing was sent, so nothing was written. A new connection that
+ * timed out ('Connection terminated due to connection timeout') is left out on purpose: nothing was
+ * written either, but against a server that hangs every retry would wait the whole timeout again.
+ */
 export function isUnreachable(err: unknown): boolean {
   const code = codeOf(err);
   if (code && unreachableCodes.has(code)) return true;
