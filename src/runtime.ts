@@ -58,6 +58,23 @@ async function openSql(config: Config, options: RuntimeOptions): Promise<SqlData
   return openPostgres(config.databaseUrl);
 }
 
+/**
+ * Migrations at start. On PostgreSQL they get a connection of their own without the serving bound
+ * on a statement's duration (db/open.ts): a migration may run long, an index over a big table say.
+ */
+async function migrate(config: Config, sql: SqlDatabase): Promise<void> {
+  if (sql.kind !== 'postgres' || !config.databaseUrl) {
+    await migrateToLatest(sql.db);
+    return;
+  }
+  const unbounded = openPostgres(config.databaseUrl, { max: 1, queryTimeoutMs: 0 });
+  try {
+    await migrateToLatest(unbounded.db);
+  } finally {
+    await unbounded.close();
+  }
+}
+
 async function openStore(config: Config, sql: SqlDatabase): Promise<EventStore> {
   if (config.mode === 'scale-out' && config.eventStoreUrl) {
     // Imported lazily: only scale-out loads the EventStoreDB client.
@@ -74,7 +91,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const closeHooks: Array<() => Promise<void> | void> = [];
   let store: EventStore | undefined;
   try {
-    await migrateToLatest(sql.db);
+    await migrate(config, sql);
     store = await openStore(config, sql);
     // RULES (issue 7): spec 9, 0.4.0 item 7. Only a runtime that serves refuses to start; the
     // maintenance commands (`hookline projections ...`, no projections started) must still run.

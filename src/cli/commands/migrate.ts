@@ -55,7 +55,8 @@ async function migrateDirectly(config: Config): Promise<readonly MigrationResult
     }
     sql = await openPglite(config.dataDir);
   } else {
-    sql = openPostgres(config.databaseUrl ?? '', { max: 1 });
+    // A migration may run long (an index over a big table): no bound on its statements.
+    sql = openPostgres(config.databaseUrl ?? '', { max: 1, queryTimeoutMs: 0 });
   }
   try {
     return await migrateToLatest(sql.db);
