@@ -1,8 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite, type PGliteOptions, types } from '@electric-sql/pglite';
+import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import { CopyingClient, withBinaryCopy } from './copy.ts';
 import type { Database } from './database.ts';
@@ -23,21 +22,29 @@ export interface SqlDatabase {
   close(): Promise<void>;
 }
 
+/** PostgreSQL's type oid of bytea. */
+const BYTEA_OID = 17;
+
 /**
  * bytea through Buffer's hex codec: PGlite's own turns each byte into a string of its own, about
  * 135 µs for a 1.5 KB payload going in (the log's every row), against about 2 µs here.
  */
 const byteaCodecs: Pick<PGliteOptions, 'parsers' | 'serializers'> = {
   serializers: {
-    [types.BYTEA]: (value: unknown) => {
+    [BYTEA_OID]: (value: unknown) => {
       if (!(value instanceof Uint8Array)) throw new TypeError('a bytea parameter takes a Uint8Array');
       return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
     },
   },
-  parsers: { [types.BYTEA]: (value: string) => Buffer.from(value.slice(2), 'hex') },
+  parsers: { [BYTEA_OID]: (value: string) => Buffer.from(value.slice(2), 'hex') },
 };
 
+/** Embedded mode. PGlite and its Kysely dialect are loaded only here: server mode never holds them. */
 export async function openPglite(dataDir: string | undefined): Promise<SqlDatabase> {
+  const [{ PGlite }, { PGliteDialect }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('kysely-pglite-dialect'),
+  ]);
   let pglite: PGlite;
   if (dataDir) {
     const dir = path.join(dataDir, 'pglite');
