@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
-import { postForm, sendCodehost, startTestServer, type TestServer } from '../ui/support.ts';
+import { postForm, sendCodehost, startTestServer, type TestServer, until } from '../ui/support.ts';
 import { controllableEventSource } from './support.ts';
 
 const hasPg = await postgresAvailable();
@@ -48,6 +48,29 @@ async function appendDeliveries(store: EventStore, n: number) {
   });
   return store.append(DELIVERIES_STREAM, events);
 }
+
+/** Reads a stream until `done` holds for the text so far; then disconnects. */
+async function readUntil(url: string, done: (text: string) => boolean, headers: Record<string, string> = {}) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 15_000);
+  try {
+    const res = await fetch(url, { headers, signal: controller.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!done(text)) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`the stream ended early: ${text}`);
+      text += new TextDecoder().decode(chunk.value);
+    }
+    return text;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+const deliveryIds = (text: string): number[] =>
+  [...text.matchAll(/event: event-received\ndata: (.*)\n/g)].map((m) => (JSON.parse(m[1]!) as Summary).id);
 
 describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
   let db: TestDatabase;
@@ -136,6 +159,45 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
       expect(client.events('reset')).toHaveLength(0);
     } finally {
       client.close();
+    }
+  });
+
+  it('starts a page at the log position its rows were read at: a delivery between render and connect arrives once', async () => {
+    for (const path of ['/log', '/']) {
+      const shown = await sendCodehost(s.url, { shown: path });
+      const html = await until(async () => {
+        const page = await (await fetch(`${s.url}${path}`)).text();
+        return page.includes(`data-id="${shown.id}"`) ? page : undefined;
+      });
+      const after = /<body [^>]*data-stream-after="([^"]+)"/.exec(html)?.[1];
+      expect(after, path).toMatch(/^\d+:\d+$/);
+      // Arrives after the render and before the stream connects: a stream from the head misses it.
+      const between = await sendCodehost(s.url, { between: path });
+      const fromHead = await readUntil(`${s.url}/events`, (t) => t.includes('event: ready'));
+      expect(deliveryIds(fromHead)).toEqual([]);
+      const text = await readUntil(`${s.url}/events?after=${encodeURIComponent(after!)}`, (t) =>
+        deliveryIds(t).includes(between.id),
+      );
+      // Exactly what the page did not show: the delivery it rendered is not sent again.
+      expect(deliveryIds(text), path).toEqual([between.id]);
+      expect(text).not.toContain('event: reset');
+      // A reconnect repeats the URL: its Last-Event-ID wins over the page's older position.
+      const lastId = /id: (\d+:\d+)\nevent: event-received/.exec(text)![1]!;
+      const later = await sendCodehost(s.url, { later: path });
+      const resumed = await readUntil(
+        `${s.url}/events?after=${encodeURIComponent(after!)}`,
+        (t) => deliveryIds(t).includes(later.id),
+        { 'last-event-id': lastId },
+      );
+      expect(deliveryIds(resumed), path).toEqual([later.id]);
+    }
+  });
+
+  it('resets a client whose ?after= is no position: too long, repeated or unknown', async () => {
+    const head = await s.runtime.store.headPosition();
+    for (const query of [`after=${'9'.repeat(200)}`, `after=${head}&after=${head}`, 'after=garbage']) {
+      const text = await readUntil(`${s.url}/events?${query}`, (t) => t.includes('event: reset'));
+      expect(text, query).toContain('"reason":"unknown_position"');
     }
   });
 
