@@ -51,7 +51,8 @@ describe('browser safety of the form posts (README "Screens", Browser safety)', 
   });
 
   it('answers 404 for an unknown provider whatever `enabled` says', async () => {
-    for (const fields of [{}, { enabled: 'maybe' }, { enabled: 'true' }]) {
+    const forms: Record<string, string>[] = [{}, { enabled: 'maybe' }, { enabled: 'true' }];
+    for (const fields of forms) {
       const res = await post('/providers/generic%3Aghost/enabled', fields, SAME_ORIGIN);
       expect(res.statusCode, JSON.stringify(fields)).toBe(404);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
