@@ -197,7 +197,7 @@ export function streamPlugin(deps: StreamDeps) {
         if (result.kind === 'reset') return reset(client, result.reason);
         client.lastSent = lastEventId;
         if (result.events.length > 0) {
-          client.writer.send(serializeBatch(result.events).joined);
+          client.writer.sendCatchUp(serializeBatch(result.events).joined);
           client.lastSent = result.events[result.events.length - 1]!.position;
         }
       }

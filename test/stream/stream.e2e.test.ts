@@ -1,76 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
-import type { EventStore } from '../../src/eventstore/port.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { postForm, sendCodehost, startTestServer, type TestServer, until } from '../ui/support.ts';
-import { controllableEventSource } from './support.ts';
+import {
+  appendDeliveries,
+  controllableEventSource,
+  deliveryIds,
+  readUntil,
+  type Summary,
+} from './support.ts';
 
 const hasPg = await postgresAvailable();
-
-interface Summary {
-  id: number;
-  provider: string;
-  event_type: string | null;
-  trust_mode: string;
-  verified: boolean;
-  payload_size: number;
-  received_at: string;
-}
-
-/** Appends `n` deliveries in one append (far faster than n requests), like the recorder writes them. */
-async function appendDeliveries(store: EventStore, n: number) {
-  const encoder = new TextEncoder();
-  const events = Array.from({ length: n }, (_, i) => {
-    const payload = encoder.encode(JSON.stringify({ bulk: i }));
-    return {
-      id: randomUUID(),
-      type: DELIVERY_RECEIVED,
-      data: payload,
-      contentType: 'application/octet-stream' as const,
-      metadata: encoder.encode(
-        JSON.stringify({
-          provider: 'codehost',
-          family: 'webhook',
-          trust_mode: 'signed',
-          verified: true,
-          verify_detail: 'sha256',
-          event_type: 'bulk',
-          external_id: null,
-          content_type: 'application/json',
-          source_ip: '127.0.0.1',
-          headers: {},
-          received_at: new Date().toISOString(),
-          payload_size: payload.byteLength,
-        }),
-      ),
-    };
-  });
-  return store.append(DELIVERIES_STREAM, events);
-}
-
-/** Reads a stream until `done` holds for the text so far; then disconnects. */
-async function readUntil(url: string, done: (text: string) => boolean, headers: Record<string, string> = {}) {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), 15_000);
-  try {
-    const res = await fetch(url, { headers, signal: controller.signal });
-    const reader = res.body!.getReader();
-    let text = '';
-    while (!done(text)) {
-      const chunk = await reader.read();
-      if (chunk.done) throw new Error(`the stream ended early: ${text}`);
-      text += new TextDecoder().decode(chunk.value);
-    }
-    return text;
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-}
-
-const deliveryIds = (text: string): number[] =>
-  [...text.matchAll(/event: event-received\ndata: (.*)\n/g)].map((m) => (JSON.parse(m[1]!) as Summary).id);
 
 describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
   let db: TestDatabase;
