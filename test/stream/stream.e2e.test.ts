@@ -71,6 +71,44 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
     }
   });
 
+  it('sends event-received for a generic provider delivery too', async () => {
+    const json = { accept: 'application/json', 'sec-fetch-site': 'same-origin' };
+    const created = await postForm(s.url, '/providers', { name: 'streamed', trust_mode: 'token' }, json);
+    expect(created.status).toBe(201);
+    const { token } = (await created.json()) as { token: string };
+    const enabled = await postForm(s.url, '/providers/generic%3Astreamed/enabled', { enabled: 'true' }, json);
+    expect(enabled.status).toBe(200);
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      await client.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const res = await fetch(`${s.url}/webhooks/generic/streamed`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'x-hookline-event': 'build.finished',
+        },
+        body: JSON.stringify({ ok: true }),
+      });
+      expect(res.status).toBe(202);
+      const ack = (await res.json()) as { id: number; received_at: string };
+      await client.waitFor((all) => all.some((r) => r.type === 'event-received'));
+      expect(client.events('event-received').map((r) => r.data)).toEqual([
+        {
+          id: ack.id,
+          provider: 'generic:streamed',
+          event_type: 'build.finished',
+          trust_mode: 'token',
+          verified: false,
+          payload_size: JSON.stringify({ ok: true }).length,
+          received_at: ack.received_at,
+        } satisfies Summary,
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+
   it('resumes with Last-Event-ID after 100 deliveries sent while disconnected: each exactly once', async () => {
     const client = controllableEventSource(`${s.url}/events`);
     try {
