@@ -177,7 +177,8 @@ export async function withDatabase<T>(work: (url: string) => Promise<T>): Promis
 export async function retentionOff(url: string): Promise<void> {
   const res = await fetch(`${url}/settings`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    // A header-less form post asking for HTML is refused as cross-site (README "Browser safety").
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
     body: 'retention_max_age_days=0&retention_max_rows=0',
   });
   if (res.status !== 200) throw new Error(`settings answered ${res.status}`);

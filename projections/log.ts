@@ -12,6 +12,7 @@ import {
 import { parseProviderName } from '../src/domain/provider/names.ts';
 import { HooklineError } from '../src/errors.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
+import { RETENTION_STREAM, type RetentionRan } from '../src/retention/events.ts';
 import { DELIVERY_DISPOSED, type DeliveryDisposedData } from '../src/routing/dispositions.ts'; // RULES (issue 7)
 import type { Projection } from './types.ts';
 
@@ -37,8 +38,19 @@ export interface LogEventsTable {
   disposition: string | null;
 }
 
+/**
+ * Retention as the log has applied it (one row, id 1): no delivery with an id below `before_id` is
+ * kept. It comes from the retention job's RetentionRan events, so a rebuild applies the same prunes
+ * at the same points and gives the live rows, whatever the store has or has not scavenged.
+ */
+export interface LogRetentionTable {
+  id: number;
+  before_id: ColumnType<bigint | number, bigint | number, bigint | number>;
+}
+
 export interface LogTables {
   log_events: LogEventsTable;
+  log_retention: LogRetentionTable;
 }
 
 const decoder = new TextDecoder();
@@ -96,10 +108,29 @@ function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> 
   }
 }
 
+const isRetentionRan = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
+  e.streamId === RETENTION_STREAM && e.type === 'RetentionRan';
+
+/** The first id a RetentionRan says the log keeps (0: none); older events only have truncated_before_id. */
+function retainedFrom(e: RecordedEvent): number {
+  const d = JSON.parse(decoder.decode(e.data)) as Partial<RetentionRan['data']>;
+  const ids = [d.log_before_id, d.truncated_before_id].filter(
+    (v): v is number => typeof v === 'number' && Number.isSafeInteger(v),
+  );
+  return Math.max(0, ...ids);
+}
+
+/** The first delivery id the log keeps (1 when retention has pruned nothing yet). */
+export async function logRetainedFrom(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('log_retention').select('before_id').where('id', '=', 1).executeTakeFirst();
+  return row ? Number(row.before_id) : 1;
+}
+
 export const logProjection: Projection = {
   name: 'log',
-  version: 1,
-  tables: ['log_events'],
+  // 2: retention applied by the projection itself (log_retention).
+  version: 2,
+  tables: ['log_events', 'log_retention'],
   async createTables(db) {
     await db.schema
       .createTable('log_events')
@@ -132,14 +163,26 @@ export const logProjection: Projection = {
     for (const [name, columns] of indexes) {
       await db.schema.createIndex(name).ifNotExists().on('log_events').columns(columns).execute();
     }
+    await db.schema
+      .createTable('log_retention')
+      .ifNotExists()
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('before_id', 'bigint', (c) => c.notNull())
+      .execute();
   },
   handles: (e) =>
-    (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) || e.type === DELIVERY_DISPOSED, // RULES (issue 7)
+    (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||
+    e.type === DELIVERY_DISPOSED || // RULES (issue 7)
+    isRetentionRan(e),
   // A delivery inserts its own row (keyed by its revision); a disposition updates a row an earlier
   // event inserted, so it waits for them.
   commutes: (e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED,
   async apply(db, events) {
-    const deliveries = events.filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED);
+    let deliveries = events.filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED);
+    // Every delivery below a prune point comes before it in $all (the job decides from what is
+    // recorded); this keeps the rule local all the same: nothing below the floor is ever inserted.
+    const floor = deliveries.length > 0 ? await logRetainedFrom(db) : 1;
+    if (floor > 1) deliveries = deliveries.filter((e) => eventIdFromRevision(e.revision) >= floor);
     for (let start = 0; start < deliveries.length; ) {
       let end = start;
       let bytes = 0;
@@ -162,6 +205,21 @@ export const logProjection: Projection = {
         .updateTable('log_events')
         .set({ disposition: d.disposition })
         .where('id', '=', d.event_id)
+        .execute();
+    }
+    // Retention: the job has already deleted these rows in small batches, so live this deletes
+    // what the projection inserted since (usually nothing); in a rebuild it is the prune itself.
+    const prunedBefore = Math.max(0, ...events.filter(isRetentionRan).map(retainedFrom));
+    if (prunedBefore > 1) {
+      await db.deleteFrom('log_events').where('id', '<', prunedBefore).execute();
+      await db
+        .insertInto('log_retention')
+        .values({ id: 1, before_id: prunedBefore })
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            before_id: eb.fn('greatest', [eb.ref('log_retention.before_id'), eb.val(prunedBefore)]),
+          })),
+        )
         .execute();
     }
   },

@@ -193,6 +193,11 @@ export interface ProviderListing {
   readonly path: string | null;
   readonly channel: string | null;
   readonly created_at: string | null;
+  /**
+   * When the provider last delivered, and how many deliveries it made: facts about the provider,
+   * which retention does not lower (README "Screens", Retention). `recent_count` (last 24 h) is
+   * counted in the log, so it counts only the deliveries still kept.
+   */
   readonly last_event_at: string | null;
   readonly event_count: number;
   readonly recent_count: number;

@@ -7,11 +7,12 @@ import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (iss
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { createProviderRoutes } from './http/providers-routes.ts';
-import { streamPlugin } from './http/stream.ts';
+import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createWebhookRoutes } from './http/webhooks.ts';
 import { startBrokerConsumers } from './ingest/broker/index.ts';
 import { createIngestion } from './ingest/index.ts';
+import type { LiveHubOptions } from './live/hub.ts';
 import { createLive, livePlugin } from './live/index.ts';
 import { createMcp } from './mcp/index.ts';
 import { retentionPlugin } from './retention/plugin.ts';
@@ -20,6 +21,9 @@ import type { Runtime } from './runtime.ts';
 export interface BuildAppOptions {
   /** Log each request (default true; tests may turn it off). */
   readonly requestLogging?: boolean;
+  /** Tests: timings of the live hub (activity window, heartbeat) and the stream (keep-alive, buffer). */
+  readonly live?: LiveHubOptions;
+  readonly stream?: StreamOptions;
 }
 
 /**
@@ -65,10 +69,15 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   app.addHook('onClose', async () => {
     await broker?.stop();
   });
-  const live = createLive(runtime); // the one $all subscription: SSE clients and MCP doorbells
+  const live = createLive(runtime, options.live); // the one $all subscription: SSE clients and MCP doorbells
   await app.register(livePlugin(live));
   await app.register(
-    streamPlugin({ hub: live.hub, logger: runtime.logger, retryMs: () => sseRetryMs(runtime) }),
+    streamPlugin({
+      hub: live.hub,
+      logger: runtime.logger,
+      retryMs: () => sseRetryMs(runtime),
+      options: options.stream,
+    }),
   );
   await app.register(createUi(runtime, live));
   await app.register(retentionPlugin(runtime));

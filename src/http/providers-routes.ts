@@ -8,6 +8,7 @@ import type { Ingestion } from '../ingest/index.ts';
 import { isTrustedPeer, parseTrustedProxies } from '../ingest/source-ip.ts';
 import { generateToken, hashToken } from '../ingest/token.ts';
 import { renderFragment } from './ui/fragments.ts';
+import { securityHeaders } from './ui/security.ts';
 
 export interface ProviderRoutesDeps {
   readonly config: Config;
@@ -33,26 +34,54 @@ export function renderProviderFragment(view: ProviderView): string {
   return renderFragment('fragments/provider-toggle.njk', { provider: view });
 }
 
+/** The Host names that only this machine can answer for: a DNS-rebinding page never has one. */
+function isLoopbackHost(host: string): boolean {
+  let name: string;
+  try {
+    name = new URL(`http://${host}`).hostname;
+  } catch {
+    return false;
+  }
+  return name === 'localhost' || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
+/** A request that asks for JSON and not HTML: the CLI and scripts, never a browser's form post. */
+const wantsJsonOnly = (accept: string | undefined): boolean =>
+  /\bapplication\/json\b/i.test(accept ?? '') && !/\btext\/html\b/i.test(accept ?? '');
+
 /**
- * Browser safety (design.md): a form post must come from our own pages. `Sec-Fetch-Site` decides
- * when a browser sends it; else `Origin` must be ours; a request with neither is not a browser's
- * cross-site post (curl, scripts) and passes.
+ * Browser safety (design.md, README "Screens"): a form post must come from one of our own pages.
+ * 1. `Sec-Fetch-Site`, which browsers send to https and loopback origins, decides when present:
+ *    `same-origin`, or `none` (the user's own action), passes. A DNS-rebinding page never gets
+ *    `same-origin` here: over http its browser sends no Sec-Fetch-Site, and over https our server
+ *    cannot present a certificate for the attacker's name.
+ * 2. Else `Origin`, which the Fetch standard puts on every POST a browser makes (`null` from
+ *    sandboxes and cross-site redirects), must be the origin of HOOKLINE_BASE_URL. The request's
+ *    own Host stands in for it only when that Host is a loopback name (localhost, 127.x, [::1]), so
+ *    `http://127.0.0.1:<port>` works without a base URL: a DNS-rebinding page is served under its
+ *    own host name, which is what its Host and Origin then say, and that is never loopback.
+ * 3. Neither header: no browser sends such a POST. A client asking for JSON only (the CLI, a
+ *    script) passes; one asking for HTML is a form post from an old or odd browser and is refused.
  */
 export function assertSameOrigin(request: FastifyRequest, config: Config): void {
+  const refuse = () => new HooklineError('cross_site', 'cross-site form posts are refused');
   const site = request.headers['sec-fetch-site'];
   if (typeof site === 'string') {
     if (site === 'same-origin' || site === 'none') return;
-    throw new HooklineError('cross_site', 'cross-site form posts are refused');
+    throw refuse();
   }
   const origin = request.headers.origin;
-  if (origin === undefined) return;
-  const own = new Set([new URL(config.baseUrl).origin]);
-  const host = request.headers.host;
-  if (host) {
-    own.add(`http://${host}`);
-    own.add(`https://${host}`);
+  if (origin === undefined) {
+    if (wantsJsonOnly(request.headers.accept)) return;
+    throw refuse();
   }
-  if (!own.has(origin)) throw new HooklineError('cross_site', 'cross-site form posts are refused');
+  if (origin === new URL(config.baseUrl).origin) return;
+  const host = request.headers.host;
+  if (host && isLoopbackHost(host)) {
+    const own = ['http', 'https'].map((scheme) => new URL(`${scheme}://${host}`).origin);
+    if (own.includes(origin)) return;
+  }
+  throw refuse();
 }
 
 const wantsJson = (request: FastifyRequest) => /\bapplication\/json\b/i.test(request.headers.accept ?? '');
@@ -108,6 +137,10 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
   return fp(
     async (app) => {
       await app.register(async (scope) => {
+        // These routes answer HTML fragments (and problems) outside the UI plugin: the same headers.
+        scope.addHook('onSend', async (_request, reply) => {
+          for (const [name, value] of Object.entries(securityHeaders)) reply.header(name, value);
+        });
         if (scope.hasContentTypeParser('application/x-www-form-urlencoded')) {
           scope.removeContentTypeParser('application/x-www-form-urlencoded');
         }
@@ -148,6 +181,10 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
         scope.post('/providers/:name/enabled', async (request, reply) => {
           assertSameOrigin(request, config);
           const { name } = request.params as { name: string };
+          // An unknown name is 404 whatever the form says (spec 4.8); the decision checks it again.
+          if (!(await ingestion.directory.load(name))?.state.exists) {
+            throw new HooklineError('not_found', `no provider named ${name}`);
+          }
           const enabled = parseEnabled(field(request, 'enabled'));
           const { state } = await ingestion.directory.execute({
             type: 'SetProviderEnabled',

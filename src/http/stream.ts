@@ -34,6 +34,25 @@ export interface StreamDeps {
   readonly options?: StreamOptions;
 }
 
+/** Positions are short ASCII (`<txid>:<position>`, `<commit>:<prepare>`); a longer one is none of ours. */
+const MAX_POSITION_LENGTH = 128;
+
+/**
+ * Where a client resumes: strictly after its `Last-Event-ID` (a reconnect), else after `?after=`
+ * (a page's first connect, from the position its rows were read at: EventSource cannot send
+ * Last-Event-ID on its first request). The header wins, since a reconnect repeats the URL with the
+ * page's older position. Null: a fresh client, starting at the head. A repeated `after` is no
+ * position (`reset`), like any string the store does not know.
+ */
+function resumePoint(request: FastifyRequest): string | null {
+  const header = request.headers['last-event-id'];
+  if (typeof header === 'string' && header.trim()) return header.trim();
+  const after = (request.query as Record<string, unknown> | undefined)?.after;
+  if (after === undefined) return null;
+  if (typeof after !== 'string') return '';
+  return after.trim() || null;
+}
+
 interface Client {
   readonly writer: SseWriter;
   /** buffering: replay in progress; filtering: skip what the replay already sent; sync: live. */
@@ -140,12 +159,8 @@ export function streamPlugin(deps: StreamDeps) {
         });
         client.writer.send(`retry: ${retry}\n\n`);
 
-        const lastEventId = request.headers['last-event-id'];
         try {
-          await catchUp(
-            client,
-            typeof lastEventId === 'string' && lastEventId.trim() ? lastEventId.trim() : null,
-          );
+          await catchUp(client, resumePoint(request));
         } catch (err) {
           deps.logger.warn({ err }, 'stream: catch-up failed');
           drop(client);
@@ -165,6 +180,9 @@ export function streamPlugin(deps: StreamDeps) {
 
       /** Replays what the client missed, or tells it to reload; sets where live delivery resumes. */
       async function catchUp(client: Client, lastEventId: string | null): Promise<void> {
+        if (lastEventId !== null && (lastEventId === '' || lastEventId.length > MAX_POSITION_LENGTH)) {
+          return reset(client, 'unknown_position');
+        }
         if (lastEventId === null) {
           // A fresh client gets the head as its resume point, so a reconnect misses nothing.
           const head = await hub.headPosition();
@@ -179,7 +197,7 @@ export function streamPlugin(deps: StreamDeps) {
         if (result.kind === 'reset') return reset(client, result.reason);
         client.lastSent = lastEventId;
         if (result.events.length > 0) {
-          client.writer.send(serializeBatch(result.events).joined);
+          client.writer.sendCatchUp(serializeBatch(result.events).joined);
           client.lastSent = result.events[result.events.length - 1]!.position;
         }
       }

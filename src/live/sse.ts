@@ -34,17 +34,27 @@ export interface SseSink {
 export interface SseWriter {
   /** False once the client is gone (closed, or dropped for being too slow). */
   send(chunk: string | Uint8Array): boolean;
+  /**
+   * A reconnecting client's replay, written whole: it is bounded by the replay bound already, and
+   * may be larger than the buffer bound, which then applies on top of what of it is still unsent.
+   * Counted like the live writes, a replay past the buffer bound would drop the client on every
+   * reconnect, for ever.
+   */
+  sendCatchUp(chunk: string | Uint8Array): boolean;
   close(): void;
   readonly closed: boolean;
 }
 
 /**
  * Slow-client policy: what the socket has not taken yet stays in Node's write buffer; once that
- * holds more than `maxBufferBytes`, the client is dropped (its socket destroyed). It reconnects
- * with Last-Event-ID and resumes from the replay without a gap.
+ * holds more than `maxBufferBytes` (plus what a catch-up left unsent), the client is dropped (its
+ * socket destroyed). It reconnects with Last-Event-ID and resumes from the replay without a gap
+ * when it missed no more than the replay bound, else it gets a `reset`.
  */
 export function createSseWriter(sink: SseSink, maxBufferBytes: number, onDrop: () => void): SseWriter {
   let closed = false;
+  /** What a catch-up left unsent when it was written; forgotten once the backlog is back under the bound. */
+  let allowance = 0;
   return {
     get closed() {
       return closed;
@@ -52,12 +62,20 @@ export function createSseWriter(sink: SseSink, maxBufferBytes: number, onDrop: (
     send(chunk) {
       if (closed) return false;
       sink.write(chunk);
-      if (sink.writableLength > maxBufferBytes) {
+      const unsent = sink.writableLength;
+      if (unsent <= maxBufferBytes) allowance = 0;
+      else if (unsent > maxBufferBytes + allowance) {
         closed = true;
         sink.destroy();
         onDrop();
         return false;
       }
+      return true;
+    },
+    sendCatchUp(chunk) {
+      if (closed) return false;
+      sink.write(chunk);
+      allowance = sink.writableLength;
       return true;
     },
     close() {

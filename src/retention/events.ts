@@ -19,6 +19,12 @@ export interface RetentionRan {
     readonly removed_events: number;
     /** Rows removed from the log read model this cycle. */
     readonly removed_rows: number;
+    /**
+     * The log keeps no delivery with an id below this (null: none pruned yet). The log projection
+     * applies it, so a rebuild gives the rows the live log has even while the store still returns
+     * truncated deliveries (EventStoreDB until a scavenge). Absent from events before it existed.
+     */
+    readonly log_before_id?: number | null;
     readonly duration_ms: number;
   };
 }

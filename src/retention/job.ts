@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { logRetainedFrom } from '../../projections/log.ts';
 import { getSettings } from '../../projections/settings.ts';
 import type { Clock } from '../clock.ts';
 import type { DB } from '../db/database.ts';
@@ -48,7 +49,8 @@ const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
  * Enforces retention_max_age_days and retention_max_rows (0 = unlimited): the `deliveries`
  * stream is truncated below the first delivery to keep, and the log read model loses the same
  * rows in small batches. Only deliveries are pruned (design.md "Retention"). Each cycle is
- * recorded as a RetentionRan event for the settings screen.
+ * recorded as a RetentionRan event, for the settings screen and for the log projection, which
+ * applies `log_before_id` itself: a rebuild reproduces the prunes whatever the store still holds.
  */
 export function createRetentionJob(deps: RetentionDeps, options: RetentionOptions = {}): RetentionJob {
   const intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
@@ -100,6 +102,21 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     }
   }
 
+  /**
+   * The first id the log keeps from now on, for the log projection to apply (and a rebuild to
+   * repeat): the limits' keep point, and never below what the log has already lost: its lowest
+   * row (rows below it were pruned, by an interrupted cycle too) and the point it recorded.
+   */
+  async function logBeforeId(keep: number): Promise<number | null> {
+    const lowest = await deps.db
+      .selectFrom('log_events')
+      .select((eb) => eb.fn.min('id').as('id'))
+      .executeTakeFirst();
+    const recorded = await logRetainedFrom(deps.db);
+    const before = Math.max(keep, recorded, lowest?.id == null ? 0 : Number(lowest.id));
+    return before > 1 ? before : null;
+  }
+
   async function cycle(): Promise<RetentionRan['data']> {
     const started = Date.now();
     const now = deps.clock.now();
@@ -108,9 +125,10 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     let removedEvents = 0;
     let truncatedBeforeId: number | null = null;
     let removedRows = 0;
+    let keep = 1;
     if (info.revision >= 0n && (settings.retention_max_rows > 0 || settings.retention_max_age_days > 0)) {
       const lastId = Number(info.revision) + 1;
-      const keep = Math.min(await keepFrom(settings, lastId, now), lastId + 1);
+      keep = Math.min(await keepFrom(settings, lastId, now), lastId + 1);
       const beforeRevision = BigInt(keep - 1);
       if (beforeRevision > info.truncateBefore) {
         await deps.store.truncateStream(DELIVERIES_STREAM, beforeRevision);
@@ -127,6 +145,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
       truncated_before_id: truncatedBeforeId,
       removed_events: removedEvents,
       removed_rows: removedRows,
+      log_before_id: await logBeforeId(keep),
       duration_ms: Date.now() - started,
     };
     const appended = await deps.store.append(RETENTION_STREAM, [jsonEvent('RetentionRan', data)]);

@@ -52,13 +52,13 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
     const again = await h.app.inject({
       method: 'POST',
       url: '/providers',
-      ...form({ name: 'ci', trust_mode: 'token' }),
+      ...form({ name: 'ci', trust_mode: 'token' }, { 'sec-fetch-site': 'same-origin' }),
     });
     expect(again.statusCode).toBe(409);
     const bad = await h.app.inject({
       method: 'POST',
       url: '/providers',
-      ...form({ name: 'Bad Name', trust_mode: 'token' }),
+      ...form({ name: 'Bad Name', trust_mode: 'token' }, { 'sec-fetch-site': 'same-origin' }),
     });
     expect(bad.statusCode).toBe(400);
     // Nothing in the log holds the token itself.
@@ -161,7 +161,7 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
     const html = await h.app.inject({
       method: 'POST',
       url: `/providers/${encodeURIComponent('generic:ci')}/enabled`,
-      ...form({ enabled: 'false' }),
+      ...form({ enabled: 'false' }, { 'sec-fetch-site': 'same-origin' }),
     });
     expect(html.statusCode).toBe(200);
     expect(html.headers['content-type']).toMatch(/^text\/html/);

@@ -67,6 +67,22 @@ describe('slow-client policy', () => {
     expect(drops).toBe(1);
   });
 
+  it('writes a catch-up whole, and bounds what comes after it on top of what it left unsent', () => {
+    const { sink, isDestroyed } = stalledSink();
+    let drops = 0;
+    const writer = createSseWriter(sink, 1000, () => drops++);
+    const frame = sseFrame('event-received', { pad: 'x'.repeat(200) }, '1:1');
+    // A replay of 5,000 bytes, five times the bound: the reconnecting client is not dropped for it.
+    expect(writer.sendCatchUp(frame.repeat(Math.ceil(5000 / frame.length)))).toBe(true);
+    expect(isDestroyed()).toBe(false);
+    let sent = 0;
+    while (writer.send(frame)) sent++;
+    // Then the usual bound, on top of the unsent replay: about 1,000 more bytes.
+    expect(sent).toBeGreaterThan(0);
+    expect(sent * frame.length).toBeLessThanOrEqual(1000 + frame.length);
+    expect(drops).toBe(1);
+  });
+
   it('keeps a client that keeps up', () => {
     const chunks: string[] = [];
     const sink = new Writable({

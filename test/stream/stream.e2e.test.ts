@@ -1,53 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
-import type { EventStore } from '../../src/eventstore/port.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
-import { postForm, sendCodehost, startTestServer, type TestServer } from '../ui/support.ts';
-import { controllableEventSource } from './support.ts';
+import { postForm, sendCodehost, startTestServer, type TestServer, until } from '../ui/support.ts';
+import {
+  appendDeliveries,
+  controllableEventSource,
+  deliveryIds,
+  readUntil,
+  type Summary,
+} from './support.ts';
 
 const hasPg = await postgresAvailable();
-
-interface Summary {
-  id: number;
-  provider: string;
-  event_type: string | null;
-  trust_mode: string;
-  verified: boolean;
-  payload_size: number;
-  received_at: string;
-}
-
-/** Appends `n` deliveries in one append (far faster than n requests), like the recorder writes them. */
-async function appendDeliveries(store: EventStore, n: number) {
-  const encoder = new TextEncoder();
-  const events = Array.from({ length: n }, (_, i) => {
-    const payload = encoder.encode(JSON.stringify({ bulk: i }));
-    return {
-      id: randomUUID(),
-      type: DELIVERY_RECEIVED,
-      data: payload,
-      contentType: 'application/octet-stream' as const,
-      metadata: encoder.encode(
-        JSON.stringify({
-          provider: 'codehost',
-          family: 'webhook',
-          trust_mode: 'signed',
-          verified: true,
-          verify_detail: 'sha256',
-          event_type: 'bulk',
-          external_id: null,
-          content_type: 'application/json',
-          source_ip: '127.0.0.1',
-          headers: {},
-          received_at: new Date().toISOString(),
-          payload_size: payload.byteLength,
-        }),
-      ),
-    };
-  });
-  return store.append(DELIVERIES_STREAM, events);
-}
 
 describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
   let db: TestDatabase;
@@ -109,6 +71,44 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
     }
   });
 
+  it('sends event-received for a generic provider delivery too', async () => {
+    const json = { accept: 'application/json', 'sec-fetch-site': 'same-origin' };
+    const created = await postForm(s.url, '/providers', { name: 'streamed', trust_mode: 'token' }, json);
+    expect(created.status).toBe(201);
+    const { token } = (await created.json()) as { token: string };
+    const enabled = await postForm(s.url, '/providers/generic%3Astreamed/enabled', { enabled: 'true' }, json);
+    expect(enabled.status).toBe(200);
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      await client.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const res = await fetch(`${s.url}/webhooks/generic/streamed`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'x-hookline-event': 'build.finished',
+        },
+        body: JSON.stringify({ ok: true }),
+      });
+      expect(res.status).toBe(202);
+      const ack = (await res.json()) as { id: number; received_at: string };
+      await client.waitFor((all) => all.some((r) => r.type === 'event-received'));
+      expect(client.events('event-received').map((r) => r.data)).toEqual([
+        {
+          id: ack.id,
+          provider: 'generic:streamed',
+          event_type: 'build.finished',
+          trust_mode: 'token',
+          verified: false,
+          payload_size: JSON.stringify({ ok: true }).length,
+          received_at: ack.received_at,
+        } satisfies Summary,
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+
   it('resumes with Last-Event-ID after 100 deliveries sent while disconnected: each exactly once', async () => {
     const client = controllableEventSource(`${s.url}/events`);
     try {
@@ -136,6 +136,45 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
       expect(client.events('reset')).toHaveLength(0);
     } finally {
       client.close();
+    }
+  });
+
+  it('starts a page at the log position its rows were read at: a delivery between render and connect arrives once', async () => {
+    for (const path of ['/log', '/']) {
+      const shown = await sendCodehost(s.url, { shown: path });
+      const html = await until(async () => {
+        const page = await (await fetch(`${s.url}${path}`)).text();
+        return page.includes(`data-id="${shown.id}"`) ? page : undefined;
+      });
+      const after = /<body [^>]*data-stream-after="([^"]+)"/.exec(html)?.[1];
+      expect(after, path).toMatch(/^\d+:\d+$/);
+      // Arrives after the render and before the stream connects: a stream from the head misses it.
+      const between = await sendCodehost(s.url, { between: path });
+      const fromHead = await readUntil(`${s.url}/events`, (t) => t.includes('event: ready'));
+      expect(deliveryIds(fromHead)).toEqual([]);
+      const text = await readUntil(`${s.url}/events?after=${encodeURIComponent(after!)}`, (t) =>
+        deliveryIds(t).includes(between.id),
+      );
+      // Exactly what the page did not show: the delivery it rendered is not sent again.
+      expect(deliveryIds(text), path).toEqual([between.id]);
+      expect(text).not.toContain('event: reset');
+      // A reconnect repeats the URL: its Last-Event-ID wins over the page's older position.
+      const lastId = /id: (\d+:\d+)\nevent: event-received/.exec(text)![1]!;
+      const later = await sendCodehost(s.url, { later: path });
+      const resumed = await readUntil(
+        `${s.url}/events?after=${encodeURIComponent(after!)}`,
+        (t) => deliveryIds(t).includes(later.id),
+        { 'last-event-id': lastId },
+      );
+      expect(deliveryIds(resumed), path).toEqual([later.id]);
+    }
+  });
+
+  it('resets a client whose ?after= is no position: too long, repeated or unknown', async () => {
+    const head = await s.runtime.store.headPosition();
+    for (const query of [`after=${'9'.repeat(200)}`, `after=${head}&after=${head}`, 'after=garbage']) {
+      const text = await readUntil(`${s.url}/events?${query}`, (t) => t.includes('event: reset'));
+      expect(text, query).toContain('"reason":"unknown_position"');
     }
   });
 

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
+import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
 
 export interface Received {
   readonly type: string;
@@ -99,3 +102,74 @@ export function controllableEventSource(
     close: () => es.close(),
   };
 }
+
+export interface Summary {
+  id: number;
+  provider: string;
+  event_type: string | null;
+  trust_mode: string;
+  verified: boolean;
+  payload_size: number;
+  received_at: string;
+}
+
+/**
+ * Appends `n` deliveries in one append (far faster than n requests), like the recorder writes them.
+ * `eventType` sets the size of each `event-received` frame (it is part of the summary).
+ */
+export async function appendDeliveries(store: EventStore, n: number, eventType = 'bulk') {
+  const encoder = new TextEncoder();
+  const events = Array.from({ length: n }, (_, i) => {
+    const payload = encoder.encode(JSON.stringify({ bulk: i }));
+    return {
+      id: randomUUID(),
+      type: DELIVERY_RECEIVED,
+      data: payload,
+      contentType: 'application/octet-stream' as const,
+      metadata: encoder.encode(
+        JSON.stringify({
+          provider: 'codehost',
+          family: 'webhook',
+          trust_mode: 'signed',
+          verified: true,
+          verify_detail: 'sha256',
+          event_type: eventType,
+          external_id: null,
+          content_type: 'application/json',
+          source_ip: '127.0.0.1',
+          headers: {},
+          received_at: new Date().toISOString(),
+          payload_size: payload.byteLength,
+        }),
+      ),
+    };
+  });
+  return store.append(DELIVERIES_STREAM, events);
+}
+
+/** Reads a stream until `done` holds for the text so far; then disconnects. */
+export async function readUntil(
+  url: string,
+  done: (text: string) => boolean,
+  headers: Record<string, string> = {},
+) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 15_000);
+  try {
+    const res = await fetch(url, { headers, signal: controller.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!done(text)) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`the stream ended early: ${text}`);
+      text += new TextDecoder().decode(chunk.value);
+    }
+    return text;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+export const deliveryIds = (text: string): number[] =>
+  [...text.matchAll(/event: event-received\ndata: (.*)\n/g)].map((m) => (JSON.parse(m[1]!) as Summary).id);

@@ -17,6 +17,8 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
+  /** The delivery recorded before the tests: its detail page is one of the screens checked. */
+  let seededId = 0;
   /** Console errors (CSP violations are reported there), page errors and dialogs: all must stay empty. */
   const problems: string[] = [];
   let current = '';
@@ -47,11 +49,12 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     db = await createTestDatabase();
     s = await startTestServer({ databaseUrl: db.url });
-    await sendCodehost(
+    const seeded = await sendCodehost(
       s.url,
       { action: 'opened', repository: { full_name: 'acme/widgets' } },
       { event: 'pull_request' },
     );
+    seededId = seeded.id;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -96,6 +99,37 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
     expect(await page.getAttribute('.strip', 'data-connection')).toBe('receiving');
     expect(await page.textContent(`tr[data-id="${ack.id}"] [data-field="event_type"]`)).toBe('push');
     await shot('dashboard');
+  });
+
+  it('moves the connection strip and the counters with `status` messages, without a reload', async () => {
+    // A server of its own whose activity window is short enough to watch it close.
+    const quick = await startTestServer({ app: { live: { activityWindowMs: 3000 } } });
+    const p = await context.newPage();
+    watch(p);
+    try {
+      await p.goto(`${quick.url}/`);
+      await streamOpen(p);
+      expect(await p.getAttribute('.strip', 'data-connection')).toBe('idle');
+      await p.evaluate(() => {
+        (window as unknown as { __samePage?: boolean }).__samePage = true;
+        // A wrong counter: only a `status` sets counters to what the read models say.
+        const count = document.querySelector('[data-provider="codehost"] [data-field="recent_count"]');
+        if (count) count.textContent = '999';
+      });
+      await sendCodehost(quick.url, { ref: 'refs/heads/main' }, { event: 'push' });
+      await p.waitForSelector('.strip[data-connection="receiving"]', { timeout: 10_000 });
+      // No event-received ever says idle: this comes from the `status` sent when the window closes.
+      await p.waitForSelector('.strip[data-connection="idle"]', { timeout: 15_000 });
+      expect(await p.textContent('.strip [data-connection-label]')).toBe('Idle');
+      expect(await p.getAttribute('.live-pill', 'data-connection')).toBe('idle');
+      expect(await p.textContent('[data-provider="codehost"] [data-field="recent_count"]')).toBe('1');
+      expect(await p.textContent('[data-total-recent]')).toBe('1');
+      expect(await p.evaluate(() => (window as unknown as { __samePage?: boolean }).__samePage)).toBe(true);
+      await shot('dashboard-idle-after-status', p);
+    } finally {
+      await p.close();
+      await quick.close();
+    }
   });
 
   it('prepends live rows to the log when they match the filters in view', async () => {
@@ -221,17 +255,18 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
         for (const [name, path] of [
           ['dashboard', '/'],
           ['log', '/log'],
+          ['detail', `/log/${seededId}`],
           ['providers', '/providers'],
           ['settings', '/settings'],
         ]) {
           await p.goto(`${s.url}${path}`);
           await p.waitForTimeout(200);
           await shot(`${name}-${suffix}`, p);
-        }
-        if (suffix === 'phone') {
-          // Nothing is wider than the screen.
-          const width = await p.evaluate(() => document.documentElement.scrollWidth);
-          expect(width).toBeLessThanOrEqual(390);
+          if (suffix === 'phone') {
+            // Nothing on any screen is wider than the phone's.
+            const width = await p.evaluate(() => document.documentElement.scrollWidth);
+            expect(width, path).toBeLessThanOrEqual(390);
+          }
         }
       }
     } finally {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { formFields, jsonTokens, prettyJson, rawSegments } from '../../src/http/ui/payload-view.ts';
+import {
+  formFields,
+  jsonTokens,
+  PRETTY_MAX_DEPTH,
+  prettyJson,
+  rawSegments,
+} from '../../src/http/ui/payload-view.ts';
 import { formatBytes, formatDateTime } from '../../src/http/ui/views.ts';
 
 const bytes = (...b: number[]) => new Uint8Array(b);
@@ -46,7 +52,9 @@ describe('raw payload view', () => {
 describe('pretty views', () => {
   it('pretty-prints JSON and tokenizes it back to the same text', () => {
     const pretty = prettyJson(utf8('{"a":[1,true,null,"x"],"b":{"c":-2.5e3}}'));
-    expect(pretty).toBe(JSON.stringify({ a: [1, true, null, 'x'], b: { c: -2.5e3 } }, null, 2));
+    expect(pretty).toBe(
+      '{\n  "a": [\n    1,\n    true,\n    null,\n    "x"\n  ],\n  "b": {\n    "c": -2.5e3\n  }\n}',
+    );
     const tokens = jsonTokens(pretty!);
     expect(tokens?.map((t) => t.v).join('')).toBe(pretty);
     expect(tokens?.find((t) => t.v === '"a"')?.t).toBe('key');
@@ -61,6 +69,85 @@ describe('pretty views', () => {
         ?.map((t) => t.v)
         .join(''),
     ).toBe(pretty);
+  });
+
+  it('lays JSON out as JSON.stringify(value, null, 2) does', () => {
+    for (const text of [
+      '{"a":[1,true,null,"x"],"b":{"c":-2500,"d":[],"e":{}},"f":[[],[{}]]}',
+      ' \n[ 1 ,\t2 ]\r\n',
+      '"just a string"',
+      '0',
+      '[]',
+      '{ }',
+    ]) {
+      expect(prettyJson(utf8(text)), text).toBe(JSON.stringify(JSON.parse(text), null, 2));
+    }
+  });
+
+  it('keeps numbers exactly as received: big integers, trailing zeros, exponents', () => {
+    const pretty = prettyJson(utf8('{"id":12345678901234567890123,"price":1.50,"tiny":1E-400,"neg":-0}'))!;
+    expect(pretty).toBe(
+      '{\n  "id": 12345678901234567890123,\n  "price": 1.50,\n  "tiny": 1E-400,\n  "neg": -0\n}',
+    );
+    expect(JSON.stringify(JSON.parse('12345678901234567890123'))).not.toBe('12345678901234567890123');
+  });
+
+  it('keeps duplicate keys, in order', () => {
+    expect(prettyJson(utf8('{"a":1,"a":{"b":2,"b":3}}'))).toBe(
+      '{\n  "a": 1,\n  "a": {\n    "b": 2,\n    "b": 3\n  }\n}',
+    );
+  });
+
+  it('keeps escapes as they were written, unicode escapes and lone surrogates included', () => {
+    const text = '["\\u00e9\\ud83d\\ude00","\\ud800","\\/\\n\\"","é"]';
+    expect(prettyJson(utf8(text))).toBe(
+      '[\n  "\\u00e9\\ud83d\\ude00",\n  "\\ud800",\n  "\\/\\n\\"",\n  "é"\n]',
+    );
+    const tokens = jsonTokens(prettyJson(utf8(text))!);
+    expect(tokens?.filter((t) => t.t === 'str').map((t) => t.v)).toEqual([
+      '"\\u00e9\\ud83d\\ude00"',
+      '"\\ud800"',
+      '"\\/\\n\\""',
+      '"é"',
+    ]);
+  });
+
+  it('has no pretty view for text that is not one JSON value, so the raw view stands alone', () => {
+    for (const text of [
+      '{"a":1,}',
+      '[1,]',
+      '[1 2]',
+      '{"a" 1}',
+      '{"a":}',
+      '{1:2}',
+      "{'a':1}",
+      '01',
+      '1.',
+      '.5',
+      '+1',
+      'NaN',
+      'tru',
+      '"\\x"',
+      '"\\u12"',
+      '"unterminated',
+      '"tab\tinside"',
+      '{} x',
+      '{}}',
+      '[}',
+      '{"a":1',
+      '[',
+    ]) {
+      expect(prettyJson(utf8(text)), text).toBeNull();
+    }
+  });
+
+  it('has no pretty view past its depth or size limits', () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect(prettyJson(utf8(deep(PRETTY_MAX_DEPTH)))).not.toBeNull();
+    expect(prettyJson(utf8(deep(PRETTY_MAX_DEPTH + 1)))).toBeNull();
+    // Small tokens nested deep: the indentation would be many times the payload.
+    const wide = `${'['.repeat(100)}${Array.from({ length: 60_000 }, () => '1').join(',')}${']'.repeat(100)}`;
+    expect(prettyJson(utf8(wide))).toBeNull();
   });
 
   it('has no pretty view for text that is not JSON or not UTF-8', () => {

@@ -6,7 +6,11 @@ import { startTestServer, type TestServer } from './support.ts';
 
 let s: TestServer;
 
-const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+/** A form post from our own page unless the test names the headers. */
+const post = (
+  fields: Record<string, string>,
+  headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' },
+) =>
   s.app.inject({
     method: 'POST',
     url: '/settings',
@@ -52,7 +56,7 @@ describe('settings', () => {
       [{ retention_max_age_days: '7', sse_retry_ms: '10' }, 'sse_retry_ms'],
     ];
     for (const [fields, field] of cases) {
-      const res = await post(fields, { 'hx-request': 'true' });
+      const res = await post(fields, { 'hx-request': 'true', 'sec-fetch-site': 'same-origin' });
       expect(res.statusCode, JSON.stringify(fields)).toBe(422);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       const problem = res.json();
@@ -122,6 +126,10 @@ describe('settings', () => {
       { 'sec-fetch-site': 'same-site' },
       { origin: 'https://evil.example' },
       { origin: 'null' },
+      // DNS rebinding: the page's own (non-loopback) host name in both Host and Origin.
+      { origin: 'http://rebound.example:8080', host: 'rebound.example:8080' },
+      // Neither header, asking for HTML: no browser posts like that.
+      {},
     ];
     for (const headers of refused) {
       const res = await post({ sse_retry_ms: '999' }, headers);

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.ts';
+import { type BuildAppOptions, buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
@@ -18,7 +18,9 @@ export interface TestServer {
  * A real server on a free loopback port: PostgreSQL at `databaseUrl`, else in-memory PGlite.
  * The codehost receiver is configured, so tests deliver signed webhooks over HTTP.
  */
-export async function startTestServer(options: { databaseUrl?: string; env?: Record<string, string> } = {}) {
+export async function startTestServer(
+  options: { databaseUrl?: string; env?: Record<string, string>; app?: BuildAppOptions } = {},
+) {
   const config = loadConfig({
     HOOKLINE_HOST: '127.0.0.1',
     HOOKLINE_PORT: '0',
@@ -31,7 +33,7 @@ export async function startTestServer(options: { databaseUrl?: string; env?: Rec
     logLevel: (process.env.HOOKLINE_TEST_LOG as 'debug' | undefined) ?? 'silent',
   });
   const runtime = await createRuntime(config, { inMemory: !options.databaseUrl, logger });
-  const app = await buildApp(runtime, { requestLogging: false });
+  const app = await buildApp(runtime, { requestLogging: false, ...options.app });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -4,9 +4,8 @@ import type { ProjectionRunner } from '../../../projections/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import type { DB } from '../../db/database.ts';
-import type { EventStore } from '../../eventstore/port.ts';
+import type { EventStore, Position } from '../../eventstore/port.ts';
 import type { LiveHub } from '../../live/hub.ts';
-import type { Connection, StatusSnapshot } from '../../live/status.ts';
 import type { Views } from './views.ts';
 
 /** What the screens need; every screen reads read models only. */
@@ -18,10 +17,10 @@ export interface UiDeps {
   readonly projections: Pick<ProjectionRunner, 'waitFor'>;
   readonly hub: LiveHub;
   readonly views: Views;
-  readonly listProviders: () => Promise<readonly ProviderListing[]>;
+  /** Every provider with its counters, from `db` (default the app's; a page's snapshot passes its own). */
+  readonly listProviders: (db?: DB) => Promise<readonly ProviderListing[]>;
   /** Just the names, for the log's filter: no counters to compute. */
   readonly providerNames: () => Promise<readonly string[]>;
-  readonly loadStatus: (connection: Connection) => Promise<StatusSnapshot>;
   /** How long a post waits for its own write to reach the read model (default 2 s). */
   readonly readYourWritesMs?: number;
 }
@@ -36,11 +35,15 @@ export function sendHtml(reply: FastifyReply, html: string, status = 200): Fasti
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
 }
 
-/** The values every full page needs (layout: navigation, live pill). */
-export const layoutContext = (deps: UiDeps, page: Page) => ({
+/**
+ * The values every full page needs (layout: navigation, live pill). `streamAfter`: the log position
+ * the page's rows were read at (readAtLogPosition); its stream starts there instead of at the head.
+ */
+export const layoutContext = (deps: UiDeps, page: Page, streamAfter: Position | null = null) => ({
   page,
   connection: deps.hub.connection(),
   baseUrl: deps.config.baseUrl,
+  streamAfter,
 });
 
 /** The forward-auth user, when the proxy names one; recorded with settings changes. */

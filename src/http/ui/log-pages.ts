@@ -3,6 +3,7 @@ import { getEvent, type LogFilters, listEvents } from '../../../projections/log.
 import { HooklineError } from '../../errors.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
+import { readAtLogPosition } from './snapshot.ts';
 
 const FILTERS = ['provider', 'event_type', 'since', 'cursor', 'limit'] as const;
 type FilterName = (typeof FILTERS)[number];
@@ -34,7 +35,10 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/log', async (request, reply) => {
     const q = readQuery(request);
     const filters: LogFilters = { provider: q.provider, event_type: q.event_type, since: q.since };
-    const page = await listEvents(deps.db, filters, q.cursor, q.limit);
+    // The rows and the log position they were read at: the page's stream resumes from it.
+    const { value: page, position } = await readAtLogPosition(deps.db, (trx) =>
+      listEvents(trx, filters, q.cursor, q.limit),
+    );
     const limit = q.limit ?? '50';
     const keep = { provider: q.provider, event_type: q.event_type, since: q.since, limit: q.limit };
     const view = {
@@ -51,7 +55,7 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
     return sendHtml(
       reply,
       deps.views.render('pages/log.njk', {
-        ...layoutContext(deps, 'log'),
+        ...layoutContext(deps, 'log', position),
         ...view,
         providerNames,
         limits: [...new Set(['25', '50', '100', '200', limit])].sort((a, b) => Number(a) - Number(b)),

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { listEvents } from '../../../projections/log.ts';
 import type { ProviderListing } from '../../../projections/providers.ts';
+import { loadStatusSnapshot } from '../../live/status.ts';
 import { layoutContext, sendHtml, type UiDeps } from './context.ts';
+import { readAtLogPosition } from './snapshot.ts';
 import type { Views } from './views.ts';
 
 /** The toggle of one provider (spec 4.8): rendered here and by POST /providers/{name}/enabled. */
@@ -18,10 +20,14 @@ const wantsJson = (accept: string | undefined): boolean =>
 export function registerPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/', async (_request, reply) => {
     const connection = deps.hub.connection();
-    const [status, latest] = await Promise.all([
-      deps.loadStatus(connection),
-      listEvents(deps.db, {}, undefined, 8),
-    ]);
+    // Counters and rows from one snapshot at a log position: the page's stream resumes from it.
+    const { value, position } = await readAtLogPosition(deps.db, (trx) =>
+      Promise.all([
+        loadStatusSnapshot({ clock: deps.clock, listProviders: () => deps.listProviders(trx) }, connection),
+        listEvents(trx, {}, undefined, 8),
+      ]),
+    );
+    const [status, latest] = value;
     const totalRecent = status.providers.reduce((n, p) => n + p.recent_count, 0);
     const newest = status.providers
       .map((p) => p.last_event_at)
@@ -31,7 +37,7 @@ export function registerPages(app: FastifyInstance, deps: UiDeps): void {
     return sendHtml(
       reply,
       deps.views.render('pages/dashboard.njk', {
-        ...layoutContext(deps, 'dashboard'),
+        ...layoutContext(deps, 'dashboard', position),
         status,
         totalRecent,
         newest: newest ?? null,

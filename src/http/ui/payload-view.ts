@@ -91,15 +91,91 @@ function asText(bytes: Uint8Array): string | null {
   }
 }
 
-/** Pretty-printed JSON when the bytes are UTF-8 JSON, else null. The raw view stays the truth. */
+/**
+ * Pretty-printed JSON when the bytes are UTF-8 JSON, else null (the page then shows the raw view
+ * alone, which stays the truth either way).
+ */
 export function prettyJson(bytes: Uint8Array): string | null {
   const text = asText(bytes);
   if (text === null || text.trim() === '') return null;
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return null;
+  return reindentJson(text);
+}
+
+/** Past this depth or output size there is no pretty view: its indentation would outgrow the payload. */
+export const PRETTY_MAX_DEPTH = 128;
+export const PRETTY_MAX_CHARS = 8 * 1024 * 1024;
+
+/** One JSON token (RFC 8259; a string holds no raw control character), or a run of JSON white space. */
+const jsonLexeme =
+  /[ \t\n\r]+|"(?:[\u0020\u0021\u0023-\u005B\u005D-\u{10FFFF}]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\],:]/uy;
+
+/**
+ * The text re-indented as JSON.stringify(value, null, 2) lays it out, but token by token: every
+ * string, key and number is written exactly as received, so a big integer keeps its digits, a
+ * duplicate key stays (JSON.parse keeps only the last), `\u00e9` stays an escape and `1.50` keeps
+ * its zero. Null when the text is not one JSON value (the grammar is checked as it goes), or when
+ * it is nested or grows past the limits above.
+ */
+export function reindentJson(text: string): string | null {
+  const out: string[] = [];
+  let size = 0;
+  const emit = (s: string): void => {
+    out.push(s);
+    size += s.length;
+  };
+  const newline = (depth: number): void => emit(`\n${'  '.repeat(depth)}`);
+  const stack: { readonly kind: '{' | '['; members: number }[] = [];
+  // value: a value comes next (at the top, after `:`, after `[` or `,` in an array); key: a key
+  // (after `{` or `,` in an object); after: `,` or the close of the container; end: nothing more.
+  let state: 'value' | 'key' | 'colon' | 'after' | 'end' = 'value';
+  jsonLexeme.lastIndex = 0;
+  while (jsonLexeme.lastIndex < text.length) {
+    const match = jsonLexeme.exec(text);
+    if (match === null) return null;
+    const token = match[0];
+    const c = token[0]!;
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') continue;
+    const top = stack.at(-1);
+    if (c === '}' || c === ']') {
+      if (top?.kind !== (c === '}' ? '{' : '[')) return null;
+      const empty = top.members === 0 && state === (c === '}' ? 'key' : 'value');
+      if (!empty && state !== 'after') return null;
+      stack.pop();
+      if (!empty) newline(stack.length);
+      emit(c);
+      state = stack.length > 0 ? 'after' : 'end';
+    } else if (c === ',') {
+      if (state !== 'after') return null;
+      emit(',');
+      state = top!.kind === '{' ? 'key' : 'value';
+    } else if (c === ':') {
+      if (state !== 'colon') return null;
+      emit(': ');
+      state = 'value';
+    } else if (state === 'key') {
+      if (c !== '"') return null;
+      top!.members++;
+      newline(stack.length);
+      emit(token);
+      state = 'colon';
+    } else if (state === 'value') {
+      if (top?.kind === '[') {
+        top.members++;
+        newline(stack.length);
+      }
+      if (c === '{' || c === '[') {
+        if (stack.length >= PRETTY_MAX_DEPTH) return null;
+        stack.push({ kind: c, members: 0 });
+        emit(c);
+        state = c === '{' ? 'key' : 'value';
+      } else {
+        emit(token);
+        state = stack.length > 0 ? 'after' : 'end';
+      }
+    } else return null;
+    if (size > PRETTY_MAX_CHARS) return null;
   }
+  return state === 'end' ? out.join('') : null;
 }
 
 /** The fields of a form-encoded body, in order, else null. */

@@ -233,9 +233,28 @@
 
   // ---- stream --------------------------------------------------------------------------------
 
+  // A reset reloads the screen from the read models, but not again within this long: a log
+  // projection lagging by more than the replay bound must not make the page reload in a loop.
+  const RESET_RELOAD_PAUSE_MS = 30_000;
+
+  function reloadAfterReset() {
+    let last = 0;
+    try {
+      last = Number(sessionStorage.getItem('hookline:reset-reload')) || 0;
+      if (Date.now() - last < RESET_RELOAD_PAUSE_MS) return;
+      sessionStorage.setItem('hookline:reset-reload', String(Date.now()));
+    } catch {
+      return;
+    }
+    window.location.reload();
+  }
+
   function connect() {
     if (!('EventSource' in window)) return;
-    const source = new EventSource('/events');
+    // The page's rows were read at this log position: the stream replays what came after it, so
+    // nothing that arrived between the render and this connect is missed (and nothing is repeated).
+    const after = document.body.dataset.streamAfter;
+    const source = new EventSource(after ? `/events?after=${encodeURIComponent(after)}` : '/events');
     source.addEventListener('open', () => setStreamState('open'));
     source.addEventListener('error', () => setStreamState(source.readyState === 2 ? 'down' : 'connecting'));
     source.addEventListener('status', (m) => {
@@ -256,7 +275,7 @@
     });
     // Too much was missed to replay: the screen reloads from the read models.
     source.addEventListener('reset', () => {
-      if (document.querySelector('[data-live-log], [data-provider-grid]')) window.location.reload();
+      if (document.querySelector('[data-live-log], [data-provider-grid]')) reloadAfterReset();
     });
     window.addEventListener('pagehide', () => source.close());
   }
