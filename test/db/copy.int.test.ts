@@ -182,6 +182,21 @@ describe.runIf(hasPg)('binary COPY on PostgreSQL', () => {
     await database?.drop();
   });
   suite(async () => openPostgres(database.url, { max: 2 }));
+
+  it('leaves no read timeout armed once a COPY TO has ended', async () => {
+    // pg arms the pool's query_timeout for every query and disarms it through the query's callback,
+    // which pg-copy-streams' COPY TO never calls: a finished read held its page until it fired.
+    const handle = openPostgres(database.url, { max: 1, queryTimeoutMs: 60_000 });
+    const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    try {
+      await copyOut(handle.db, 'copy (select 1) to stdout (format binary)'); // connects
+      const before = timeouts();
+      for (let i = 0; i < 20; i++) await copyOut(handle.db, 'copy (select 1) to stdout (format binary)');
+      expect(timeouts()).toBe(before);
+    } finally {
+      await handle.close();
+    }
+  });
 });
 
 describe('the binary COPY encoder', () => {
