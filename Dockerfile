@@ -33,5 +33,5 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.HOOKLINE_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 # SIGTERM reaches node directly (exec form): hookline drains in-flight requests, then exits.
-ENTRYPOINT ["node", "--max-semi-space-size=16", "bin/hookline.mjs"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "bin/hookline.mjs"]
 CMD ["serve"]

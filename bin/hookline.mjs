@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=8
 // The hookline command. Plain JavaScript so that an older Node reaches the version check below
 // instead of failing on TypeScript syntax; the program itself is TypeScript that Node 24 runs
 // natively (type stripping), with no build step.

@@ -3,9 +3,10 @@
  * Dockerfile's entrypoint carry them (test/cli/node-flags.unit.test.ts keeps the four in step), and
  * the benchmarks start their servers with them.
  *
- * `--max-semi-space-size=16`: V8 sizes the young generation from the machine's memory; on a machine
+ * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a machine
  * with 24 GB it let it grow to 134 MB under webhook load, garbage that the process held as RSS
- * (peak 326 MB in bench:ingest on PostgreSQL). Capped at 16 MB semi-spaces the peak was 252 to 264
- * MB at the same throughput (8 MB saved another 10 MB but made the rate unsteady).
+ * (bench:ingest on PostgreSQL peaked at 326 MB). Measured side by side, five runs each: 16 MB
+ * semi-spaces peaked at 246 to 254 MB (median 6,882 req/s), 8 MB at 236 to 240 MB (median 6,704
+ * req/s); the design's bound is 250 MB.
  */
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
