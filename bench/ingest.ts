@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { peakRssMb } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -143,18 +144,6 @@ interface Figures {
   peakRssMb?: number;
 }
 
-/** The peak resident set of a child so far, from /proc (Linux). */
-async function peakRssMb(pid: number | undefined): Promise<number | undefined> {
-  if (pid === undefined) return undefined;
-  try {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const kb = /^VmHWM:\s+(\d+) kB/m.exec(status);
-    return kb ? Number(kb[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function drive(
   target: Target,
   port: number,
@@ -250,7 +239,7 @@ async function main(): Promise<void> {
       try {
         if (warmup > 0) await drive(target, port, warmup, connections, body, deliveryIds);
         const figures = await drive(target, port, seconds, connections, body, deliveryIds);
-        results.push({ ...figures, peakRssMb: await peakRssMb(child.pid) });
+        results.push({ ...figures, peakRssMb: child.pid === undefined ? undefined : peakRssMb(child.pid) });
         console.log(`  ${target}: done`);
       } finally {
         await stopChild(child);

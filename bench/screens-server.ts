@@ -4,9 +4,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { formatMb, peakRssMb } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -26,18 +26,11 @@ export interface Memory {
 }
 
 function memory(): Memory {
-  let peakMb: number | undefined;
-  try {
-    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
-    if (kb) peakMb = Number(kb) / 1024;
-  } catch {
-    // no /proc here: the peak is not known
-  }
-  return { rssMb: process.memoryUsage().rss / 1024 / 1024, peakMb };
+  return { rssMb: process.memoryUsage().rss / 1024 / 1024, peakMb: peakRssMb() };
 }
 
 export const formatMemory = (m: Memory): string =>
-  `server RSS ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb === undefined ? 'n/a' : m.peakMb.toFixed(0)} MB)`;
+  `server RSS ${m.rssMb.toFixed(0)} MB (peak ${formatMb(m.peakMb)})`;
 
 export type Command =
   | { cmd: 'inject'; rate: number; seconds: number }

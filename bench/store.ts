@@ -18,6 +18,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { openPglite, openPostgres, type SqlDatabase } from '../src/db/open.ts';
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
@@ -155,6 +156,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
   if (args.only && args.only !== backend) continue;
   const open = backend === 'pglite' ? withPglite : withPostgres;
   for (const c of cases) {
+    resetPeakRss(); // each case's own peak (the store and, for PGlite, the database run in this process)
     const results = await open(async (sql) => {
       await migrateToLatest(sql.db);
       const store = await createSqlEventStore(sql, { writers: Number(args.connections) });
@@ -171,6 +173,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
       'append p99 ms': median(results.map((r) => r.p99Ms)).toFixed(1),
       'readAll events/s': fmt(median(results.map((r) => r.readAllPerSec))),
       'subscribe catch-up events/s': fmt(median(results.map((r) => r.subscribePerSec))),
+      'peak RSS': formatMb(peakRssMb()),
     });
     console.error(`done: ${backend}, ${c.label}`);
   }

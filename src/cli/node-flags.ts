@@ -1,7 +1,7 @@
 /**
  * The flags Node runs hookline with: the `hookline` binary's shebang, `npm start` and the
- * Dockerfile's entrypoint carry them (test/cli/node-flags.unit.test.ts keeps the four in step), and
- * the benchmarks start their servers with them.
+ * Dockerfile's entrypoint carry them, and so do the benchmarks, for their servers and for the
+ * hookline code they run in their own process (test/cli/node-flags.unit.test.ts keeps them in step).
  *
  * `--max-semi-space-size=8`: V8 sizes the young generation from the machine's memory; on a machine
  * with 24 GB it let it grow to 134 MB under webhook load, garbage that the process held as RSS
