@@ -197,15 +197,20 @@ async function expectReadModelsEqualRebuild(h: Harness): Promise<void> {
   }
 }
 
+/** Ends whatever a test left running, so the next one starts on a free port and directory. */
+async function killAll(started: ServerProcess[]): Promise<void> {
+  for (const p of started.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGKILL');
+    await p.exited;
+  }
+}
+
 describe('crash of the service: kill -9 under webhook load, embedded', () => {
   let dataDir: string | undefined;
   const started: ServerProcess[] = [];
 
   afterEach(async () => {
-    for (const p of started.splice(0)) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGKILL');
-      await p.exited;
-    }
+    await killAll(started);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -232,10 +237,7 @@ describe.runIf(hasPg)('crash of the service: kill -9 under webhook load, Postgre
   const started: ServerProcess[] = [];
 
   afterEach(async () => {
-    for (const p of started.splice(0)) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.kill('SIGKILL');
-      await p.exited;
-    }
+    await killAll(started);
     await testDb?.drop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
