@@ -1,7 +1,7 @@
 import type { ColumnType, Kysely, Selectable } from 'kysely';
 import type { Database } from '../src/db/database.ts';
-import { type AgentEvent, isAgentEventType } from '../src/domain/agent/events.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { AGENT_EVENT_TYPES } from '../src/domain/agent/events.ts';
+import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './types.ts';
 
@@ -41,15 +41,14 @@ export const agentsProjection: Projection = {
       .columns(['operator', 'created_at'])
       .execute();
   },
-  handles: (e) => e.streamId.startsWith('agent-') && isAgentEventType(e.type),
+  handles: (e) => e.streamId.startsWith('agent-') && isOneOfTypes(AGENT_EVENT_TYPES, e.type),
   async apply(db, events) {
     for (const e of events) await applyAgentEvent(db, e);
   },
 };
 
 async function applyAgentEvent(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  if (!isAgentEventType(e.type)) return;
-  const event = { type: e.type, data: parseData(e) } as AgentEvent;
+  const event = decodeOneOf(e, AGENT_EVENT_TYPES);
   switch (event.type) {
     case 'AgentRegistered':
       await db

@@ -1,7 +1,7 @@
 import type { ColumnType, Kysely, Selectable } from 'kysely';
 import type { Database } from '../src/db/database.ts';
-import { type EndpointEvent, isEndpointEventType } from '../src/domain/endpoint/events.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { ENDPOINT_EVENT_TYPES } from '../src/domain/endpoint/events.ts';
+import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './types.ts';
 
@@ -62,15 +62,14 @@ export const endpointsProjection: Projection = {
       .columns(['operator', 'created_at'])
       .execute();
   },
-  handles: (e) => e.streamId.startsWith('endpoint-') && isEndpointEventType(e.type),
+  handles: (e) => e.streamId.startsWith('endpoint-') && isOneOfTypes(ENDPOINT_EVENT_TYPES, e.type),
   async apply(db, events) {
     for (const e of events) await applyEndpointEvent(db, e);
   },
 };
 
 async function applyEndpointEvent(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  if (!isEndpointEventType(e.type)) return;
-  const event = { type: e.type, data: parseData(e) } as EndpointEvent;
+  const event = decodeOneOf(e, ENDPOINT_EVENT_TYPES);
   switch (event.type) {
     case 'EndpointVended': {
       const d = event.data;

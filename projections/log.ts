@@ -4,16 +4,15 @@ import type { Database } from '../src/db/database.ts';
 import {
   DELIVERIES_STREAM,
   DELIVERY_RECEIVED,
-  type DeliveryMetadata,
   eventIdFromRevision,
   type IngestAck,
   type TrustMode,
-} from '../src/domain/delivery/metadata.ts';
+} from '../src/domain/delivery/events.ts';
+import { decodeDeliveryMetadata, decodeEvent } from '../src/domain/events.ts';
 import { parseProviderName } from '../src/domain/provider/names.ts';
+import { RETENTION_STREAM } from '../src/domain/retention/events.ts';
 import { HooklineError } from '../src/errors.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import { RETENTION_STREAM, type RetentionRan } from '../src/retention/events.ts';
-import { DELIVERY_DISPOSED, type DeliveryDisposedData } from '../src/routing/dispositions.ts'; // RULES (issue 7)
 import type { Projection } from './types.ts';
 
 /** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
@@ -85,7 +84,7 @@ const LOG_COPY: CopySpec = {
 
 function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> {
   for (const e of deliveries) {
-    const m = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
+    const m = decodeDeliveryMetadata(e);
     const receivedAt = Date.parse(m.received_at);
     if (Number.isNaN(receivedAt)) throw new Error(`delivery ${e.id} has no valid received_at`);
     yield [
@@ -113,8 +112,9 @@ const isRetentionRan = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
 
 /** The first id a RetentionRan says the log keeps (0: none); older events only have truncated_before_id. */
 function retainedFrom(e: RecordedEvent): number {
-  const d = JSON.parse(decoder.decode(e.data)) as Partial<RetentionRan['data']>;
-  const ids = [d.log_before_id, d.truncated_before_id].filter(
+  const event = decodeEvent(e);
+  if (event.type !== 'RetentionRan') return 0;
+  const ids = [event.data.log_before_id, event.data.truncated_before_id].filter(
     (v): v is number => typeof v === 'number' && Number.isSafeInteger(v),
   );
   return Math.max(0, ...ids);
@@ -172,7 +172,7 @@ export const logProjection: Projection = {
   },
   handles: (e) =>
     (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||
-    e.type === DELIVERY_DISPOSED || // RULES (issue 7)
+    (e.type === 'DeliveryDisposed' && e.streamId.startsWith('dispositions-')) ||
     isRetentionRan(e),
   // A delivery inserts its own row (keyed by its revision); a disposition updates a row an earlier
   // event inserted, so it waits for them.
@@ -197,10 +197,12 @@ export const logProjection: Projection = {
       await copyRows(db, LOG_COPY, logRows(deliveries.slice(start, end)));
       start = end;
     }
-    // RULES (issue 7): a disposition always follows its delivery in $all, so after the inserts.
+    // A disposition always follows its delivery in $all, so after the inserts.
     for (const e of events) {
-      if (e.type !== DELIVERY_DISPOSED || !e.streamId.startsWith('dispositions-')) continue;
-      const d = JSON.parse(decoder.decode(e.data)) as DeliveryDisposedData;
+      if (e.type !== 'DeliveryDisposed' || !e.streamId.startsWith('dispositions-')) continue;
+      const event = decodeEvent(e);
+      if (event.type !== 'DeliveryDisposed') continue;
+      const d = event.data;
       await db
         .updateTable('log_events')
         .set({ disposition: d.disposition })
@@ -401,4 +403,29 @@ export async function recentCounts(db: Kysely<Database>, since: Date): Promise<M
     .groupBy('provider')
     .execute();
   return new Map(rows.map((r) => [r.provider, Number(r.n)]));
+}
+
+/** A webhook's deliveries as its rules see them, newest first (the save dry run, test_webhook_rules). */
+export async function recentWebhookDeliveries(
+  db: Kysely<Database>,
+  webhookId: string,
+  options: { readonly eventId?: number | undefined; readonly limit: number },
+): Promise<
+  {
+    readonly id: number;
+    readonly provider: string;
+    readonly event_type: string | null;
+    readonly content_type: string | null;
+    readonly headers: Record<string, string>;
+    readonly payload: Uint8Array;
+    readonly received_at: string;
+  }[]
+> {
+  let q = db
+    .selectFrom('log_events')
+    .select(['id', 'provider', 'event_type', 'content_type', 'headers', 'payload', 'received_at'])
+    .where('provider', '=', `webhook:${webhookId}`);
+  if (options.eventId !== undefined) q = q.where('id', '=', options.eventId);
+  const rows = await q.orderBy('id', 'desc').limit(options.limit).execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id), received_at: new Date(r.received_at).toISOString() }));
 }

@@ -1,9 +1,10 @@
 import type { ColumnType, Kysely, Selectable } from 'kysely';
 import type { Config } from '../src/config.ts';
 import type { Database } from '../src/db/database.ts';
-import { DELIVERIES_STREAM, DELIVERY_RECEIVED, type TrustMode } from '../src/domain/delivery/metadata.ts';
-import { isProviderEventType, type ProviderEvent, parseProviderName } from '../src/domain/provider/index.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { DELIVERIES_STREAM, DELIVERY_RECEIVED, type TrustMode } from '../src/domain/delivery/events.ts';
+import { decodeDeliveryMetadata, decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
+import { PROVIDER_EVENT_TYPES } from '../src/domain/provider/events.ts';
+import { parseProviderName } from '../src/domain/provider/names.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { recentCounts } from './log.ts';
 import type { Projection } from './types.ts';
@@ -75,8 +76,7 @@ function defaultRow(name: string): NewRow {
 }
 
 async function applyProviderEvent(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  if (!isProviderEventType(e.type)) return;
-  const event = { type: e.type, data: parseData(e) } as ProviderEvent;
+  const event = decodeOneOf(e, PROVIDER_EVENT_TYPES);
   switch (event.type) {
     case 'GenericProviderCreated': {
       const d = event.data;
@@ -120,8 +120,6 @@ async function applyProviderEvent(db: Kysely<Database>, e: RecordedEvent): Promi
   }
 }
 
-const decoder = new TextDecoder();
-
 export const providersProjection: Projection = {
   name: 'providers',
   version: 1,
@@ -146,16 +144,13 @@ export const providersProjection: Projection = {
   },
   handles: (e) =>
     (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||
-    (e.streamId.startsWith('provider-') && isProviderEventType(e.type)),
+    (e.streamId.startsWith('provider-') && isOneOfTypes(PROVIDER_EVENT_TYPES, e.type)),
   async apply(db, events) {
     // Counters are summed per batch (one upsert a provider); provider events apply in order.
     const counters = new Map<string, { count: number; last: Date }>();
     for (const e of events) {
       if (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) {
-        const m = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as {
-          provider: string;
-          received_at: string;
-        };
+        const m = decodeDeliveryMetadata(e);
         const at = new Date(m.received_at);
         const c = counters.get(m.provider);
         if (!c) counters.set(m.provider, { count: 1, last: at });

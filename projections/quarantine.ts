@@ -1,9 +1,7 @@
 import type { ColumnType, Kysely, Selectable } from 'kysely';
 import type { Database } from '../src/db/database.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { decodeEvent } from '../src/domain/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import { DELIVERY_DISPOSED, type DeliveryDisposedData } from '../src/routing/dispositions.ts';
-import { QUARANTINE_RELEASED, type QuarantineReleasedData } from '../src/routing/quarantine.ts';
 import type { Projection } from './types.ts';
 
 /**
@@ -69,15 +67,18 @@ export const quarantineProjection: Projection = {
       .columns(['operator', 'held_at desc'])
       .execute();
   },
-  handles: (e) => e.type === DELIVERY_DISPOSED || e.type === QUARANTINE_RELEASED,
+  handles: (e) =>
+    (e.type === 'DeliveryDisposed' && e.streamId.startsWith('dispositions-')) ||
+    (e.type === 'QuarantineReleased' && e.streamId.startsWith('quarantine-release-')),
   async apply(db, events) {
     for (const e of events) await applyOne(db, e);
   },
 };
 
 async function applyOne(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  if (e.type === DELIVERY_DISPOSED && e.streamId.startsWith('dispositions-')) {
-    const d = parseData<DeliveryDisposedData>(e);
+  const event = decodeEvent(e);
+  if (event.type === 'DeliveryDisposed') {
+    const d = event.data;
     if ((d.disposition !== 'held' && d.disposition !== 'faulted') || d.todo_id === null) return;
     await db
       .insertInto('quarantine')
@@ -100,8 +101,8 @@ async function applyOne(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
       })
       .onConflict((oc) => oc.column('todo_id').doNothing())
       .execute();
-  } else if (e.type === QUARANTINE_RELEASED && e.streamId.startsWith('quarantine-release-')) {
-    const d = parseData<QuarantineReleasedData>(e);
+  } else if (event.type === 'QuarantineReleased') {
+    const d = event.data;
     await db
       .updateTable('quarantine')
       .set({

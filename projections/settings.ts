@@ -1,12 +1,10 @@
 import type { Kysely } from 'kysely';
-import { z } from 'zod';
 import type { Database } from '../src/db/database.ts';
+import { decodeEvent } from '../src/domain/events.ts';
+import { RETENTION_STREAM } from '../src/domain/retention/events.ts';
 import { SETTINGS_STREAM } from '../src/domain/settings/events.ts';
-import { toSettingsEvent } from '../src/domain/settings/handler.ts';
-import { defaultSettings, type Settings } from '../src/domain/settings/settings.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { defaultSettings, type Settings } from '../src/domain/settings/state.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import { RETENTION_STREAM, type RetentionRan } from '../src/retention/events.ts';
 import type { Projection } from './types.ts';
 
 /** One row (id 1) holding the current settings; absent until the first change. */
@@ -37,16 +35,6 @@ export interface SettingsTables {
 }
 
 const RUNS_KEPT = 20;
-
-const retentionRanData = z.object({
-  ran_at: z.string(),
-  max_age_days: z.number().int(),
-  max_rows: z.number().int(),
-  truncated_before_id: z.number().int().nullable(),
-  removed_events: z.number().int(),
-  removed_rows: z.number().int(),
-  duration_ms: z.number(),
-});
 
 export const settingsProjection: Projection = {
   name: 'settings',
@@ -120,8 +108,8 @@ export const settingsProjection: Projection = {
 };
 
 async function applySettings(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  const event = toSettingsEvent(e);
-  if (!event) return;
+  const event = decodeEvent(e);
+  if (event.type !== 'SettingsChanged') return;
   const row = {
     id: 1,
     ...event.data.settings,
@@ -136,7 +124,9 @@ async function applySettings(db: Kysely<Database>, e: RecordedEvent): Promise<vo
 }
 
 async function applyRun(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  const data: RetentionRan['data'] = retentionRanData.parse(parseData(e));
+  const event = decodeEvent(e);
+  if (event.type !== 'RetentionRan') return;
+  const data = event.data;
   await db
     .insertInto('retention_runs')
     .values({

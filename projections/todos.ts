@@ -1,8 +1,7 @@
 import type { ColumnType, Kysely, Selectable, Updateable } from 'kysely';
 import type { Database } from '../src/db/database.ts';
-import { isTodoEventType, type TodoEvent } from '../src/domain/todo/events.ts';
-import type { DrainEvent } from '../src/domain/todo/lease-events.ts';
-import { parseData } from '../src/eventstore/codec.ts';
+import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
+import { type DrainEvent, TODO_EVENT_TYPES } from '../src/domain/todo/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './types.ts';
 
@@ -79,15 +78,14 @@ export const todosProjection: Projection = {
       .columns(['state', 'lease_expires_at'])
       .execute();
   },
-  handles: (e) => e.streamId.startsWith('todo-') && isTodoEventType(e.type),
+  handles: (e) => e.streamId.startsWith('todo-') && isOneOfTypes(TODO_EVENT_TYPES, e.type),
   async apply(db, events) {
     for (const e of events) await applyTodoEvent(db, e);
   },
 };
 
 async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
-  if (!isTodoEventType(e.type)) return;
-  const event = { type: e.type, data: parseData(e) } as TodoEvent;
+  const event = decodeOneOf(e, TODO_EVENT_TYPES);
   switch (event.type) {
     case 'TodoCreated': {
       const d = event.data;
@@ -121,7 +119,7 @@ async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<v
   }
 }
 
-/** The drain moves (src/domain/todo/lease-events.ts): state, lease holder and expiry, end. */
+/** The drain moves (src/domain/todo/events.ts): state, lease holder and expiry, end. */
 async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise<void> {
   const update = (id: string, at: string, set: Updateable<TodosTable>) =>
     db
@@ -205,4 +203,54 @@ export function listTodos(
     .orderBy('id')
     .limit(filter.limit ?? 100)
     .execute();
+}
+
+export interface Candidate {
+  readonly id: string;
+  readonly createdAt: Date;
+}
+
+/**
+ * Pending todos of an endpoint's queues, oldest first, strictly after a (created_at, id) cursor:
+ * claim_next's candidates. The read model may lag; the claim itself checks the todo's stream.
+ */
+export async function pendingCandidates(
+  db: Kysely<Database>,
+  filter: {
+    readonly endpointId: string;
+    readonly queues: readonly string[];
+    readonly after: Candidate | undefined;
+    readonly limit: number;
+  },
+): Promise<Candidate[]> {
+  if (filter.queues.length === 0) return [];
+  let q = db
+    .selectFrom('todos')
+    .select(['id', 'created_at'])
+    .where('endpoint_id', '=', filter.endpointId)
+    .where('queue', 'in', [...filter.queues])
+    .where('state', '=', 'pending');
+  const after = filter.after;
+  if (after) {
+    q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.createdAt, after.id)));
+  }
+  const rows = await q.orderBy('created_at').orderBy('id').limit(filter.limit).execute();
+  return rows.map((r) => ({ id: r.id, createdAt: new Date(r.created_at) }));
+}
+
+/** Claimed todos whose lease ran out by `now`: the expiry job's work list. */
+export async function expiredLeases(
+  db: Kysely<Database>,
+  now: Date,
+  limit: number,
+): Promise<{ readonly id: string; readonly leaseId: string }[]> {
+  const rows = await db
+    .selectFrom('todos')
+    .select(['id', 'claimed_by'])
+    .where('state', '=', 'claimed')
+    .where('lease_expires_at', '<=', now)
+    .orderBy('lease_expires_at')
+    .limit(limit)
+    .execute();
+  return rows.flatMap((r) => (r.claimed_by ? [{ id: r.id, leaseId: r.claimed_by }] : []));
 }

@@ -1,6 +1,5 @@
 import type { Observable, Subscription } from 'rxjs';
-import type { DoorbellEvent } from '../domain/endpoint/events.ts';
-import { parseData } from '../eventstore/codec.ts';
+import { decodeEvent } from '../domain/events.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 import { queueUri } from './queues.ts';
@@ -35,12 +34,15 @@ export function startDoorbell(deps: {
   };
 
   return deps.doorbells$.subscribe((e) => {
-    let ring: DoorbellEvent['data'];
+    let event: ReturnType<typeof decodeEvent>;
     try {
-      ring = parseData<DoorbellEvent['data']>(e);
-    } catch {
+      event = decodeEvent(e);
+    } catch (err) {
+      deps.logger.warn({ err }, 'mcp: a doorbell event could not be read');
       return;
     }
+    if (event.type !== 'DoorbellRung') return;
+    const ring = event.data;
     const uri = queueUri(ring.queue);
     for (const session of deps.sessions.forEndpoint(ring.endpoint_id)) {
       if (!session.subscriptions.has(uri)) continue;

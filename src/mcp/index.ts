@@ -1,17 +1,17 @@
 import type { Observable } from 'rxjs';
-import { createDrain } from '../domain/todo/drain.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
 import { createEndpointWebhookRoutes } from '../http/endpoint-webhooks.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
 import { createEndpointWebhookReceiver } from '../ingest/endpoint-webhook.ts';
 import type { DeliveryRecorder } from '../ingest/recorder.ts';
-import { createWebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
+import { createWebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
 import type { Runtime } from '../runtime.ts';
+import { createDrain } from '../todos/drain.ts';
+import { startLeaseExpiry } from '../todos/lease-expiry.ts';
+import { createSecretBox } from '../webhooks/secret-box.ts';
 import { createEndpointAuth } from './auth.ts';
 import { startDoorbell } from './doorbell.ts';
-import { startLeaseExpiry } from './lease-expiry.ts';
 import { createRebindingGuard } from './rebinding.ts';
-import { createSecretBox } from './secret-box.ts';
 import type { McpServices } from './services.ts';
 import { createSessionRegistry } from './sessions.ts';
 import { allTools } from './tools/index.ts';

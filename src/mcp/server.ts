@@ -13,7 +13,7 @@ import {
 import { z } from 'zod';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { isVerb } from '../domain/endpoint/verbs.ts';
-import { isHooklineError } from '../errors.ts';
+import { asHooklineError } from '../errors.ts';
 import { UNTRUSTED_NOTE } from './present.ts';
 import { queueOfUri, queueUri } from './queues.ts';
 import { failure } from './result.ts';
@@ -88,9 +88,10 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     try {
       return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
     } catch (err) {
-      if (isHooklineError(err) && err.status < 500) return failure(err.code, err.message);
+      const known = asHooklineError(err);
+      if (known && known.status < 500) return failure(known.code, known.message);
       services.runtime.logger.error({ err, tool: name }, 'mcp: tool failed');
-      const message = isHooklineError(err) ? err.message : 'internal error';
+      const message = known ? known.message : 'internal error';
       throw new McpError(ErrorCode.InternalError, message);
     }
   });

@@ -2,14 +2,18 @@ import { sql } from 'kysely';
 import { logRetainedFrom } from '../../projections/log.ts';
 import { getSettings } from '../../projections/settings.ts';
 import type { Clock } from '../clock.ts';
+import { appendEvents } from '../commands/handle-command.ts';
 import type { DB } from '../db/database.ts';
 import type { SqlDatabase } from '../db/open.ts';
-import { DELIVERIES_STREAM } from '../domain/delivery/metadata.ts';
-import type { Settings } from '../domain/settings/settings.ts';
-import { jsonEvent } from '../eventstore/codec.ts';
+import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
+import {
+  RETENTION_EVENTS_KEPT,
+  RETENTION_STREAM,
+  type RetentionRanData,
+} from '../domain/retention/events.ts';
+import type { Settings } from '../domain/settings/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
-import { RETENTION_EVENTS_KEPT, RETENTION_STREAM, type RetentionRan } from './events.ts';
 
 /** One prune cycle a minute (README "Screens", settings). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
@@ -37,7 +41,7 @@ export interface RetentionOptions {
 
 export interface RetentionJob {
   /** One cycle now; null when another instance holds the prune lock. */
-  runOnce(): Promise<RetentionRan['data'] | null>;
+  runOnce(): Promise<RetentionRanData | null>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -117,7 +121,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return before > 1 ? before : null;
   }
 
-  async function cycle(): Promise<RetentionRan['data']> {
+  async function cycle(): Promise<RetentionRanData> {
     const started = Date.now();
     const now = deps.clock.now();
     const settings = await readSettings();
@@ -138,7 +142,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
       removedRows = await deleteLogRows(keep);
       if (removedRows > 0 && truncatedBeforeId === null) truncatedBeforeId = keep;
     }
-    const data: RetentionRan['data'] = {
+    const data: RetentionRanData = {
       ran_at: now.toISOString(),
       max_age_days: settings.retention_max_age_days,
       max_rows: settings.retention_max_rows,
@@ -148,7 +152,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
       log_before_id: await logBeforeId(keep),
       duration_ms: Date.now() - started,
     };
-    const appended = await deps.store.append(RETENTION_STREAM, [jsonEvent('RetentionRan', data)]);
+    const appended = await appendEvents(deps.store, RETENTION_STREAM, [{ type: 'RetentionRan', data }]);
     const oldest = appended.nextExpectedRevision + 1n - BigInt(RETENTION_EVENTS_KEPT);
     if (oldest > 0n && appended.nextExpectedRevision % 10n === 0n) {
       await deps.store.truncateStream(RETENTION_STREAM, oldest);
@@ -179,7 +183,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     }
   }
 
-  const runOnce = (): Promise<RetentionRan['data'] | null> => {
+  const runOnce = (): Promise<RetentionRanData | null> => {
     const p = locked(cycle);
     running = p.catch(() => {});
     return p;

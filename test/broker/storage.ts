@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
-import { DELIVERIES_STREAM } from '../../src/domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM } from '../../src/domain/delivery/events.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { createTestDatabase } from '../support/services.ts';
 import { deliveriesOf, type StoredDelivery, waitFor } from './support.ts';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { DELIVERIES_STREAM, type DeliveryMetadata } from '../../src/domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM, type DeliveryMetadata } from '../../src/domain/delivery/events.ts';
 import { parseMetadata } from '../../src/eventstore/codec.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 

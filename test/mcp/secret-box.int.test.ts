@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSecretBox, KEY_FILE } from '../../src/mcp/secret-box.ts';
+import { createSecretBox, KEY_FILE } from '../../src/webhooks/secret-box.ts';
 
 describe('secret box: AES-256-GCM under a key outside the log', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hookline-secret-box-'));

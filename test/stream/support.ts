@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
-import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM, DELIVERY_RECEIVED } from '../../src/domain/delivery/events.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 
 export interface Received {

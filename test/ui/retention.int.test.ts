@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listRetentionRuns } from '../../projections/settings.ts';
-import { handleSettingsCommand } from '../../src/domain/settings/handler.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';
+import { changeSettings } from '../../src/settings/change.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { seedDeliveries } from './seed.ts';
 import { startTestServer, type TestServer } from './support.ts';
@@ -33,7 +33,7 @@ function retentionSuite(name: string, usePg: boolean) {
         logger: s.runtime.logger,
       });
     const setSettings = async (values: Record<string, number>) => {
-      const r = await handleSettingsCommand(
+      const r = await changeSettings(
         { store: s.runtime.store, clock: s.runtime.clock },
         { type: 'ChangeSettings', values, actor: null },
       );

@@ -1,4 +1,4 @@
-import type { DeliveryMetadata } from '../../src/domain/delivery/metadata.ts';
+import type { DeliveryMetadata } from '../../src/domain/delivery/events.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import type { Runtime } from '../../src/runtime.ts';
 

@@ -3,9 +3,9 @@ import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { listQuarantine, type QuarantineRow } from '../../../projections/quarantine.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
-import { queueNameSchema } from '../../domain/endpoint/queue.ts';
+import { queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
-import { releaseHeld } from '../../routing/quarantine.ts';
+import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
 
 export interface QuarantineApiDeps {

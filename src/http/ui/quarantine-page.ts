@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { listQuarantine, type QuarantineRow } from '../../../projections/quarantine.ts';
 import { createIdentityResolver } from '../../auth/identity.ts';
-import { QUARANTINE, queueNameSchema } from '../../domain/endpoint/queue.ts';
+import { QUARANTINE, queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
-import { releaseHeld } from '../../routing/quarantine.ts';
+import { releaseHeld } from '../../rules/quarantine-release.ts';
 import { assertSameOrigin } from '../providers-routes.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 

@@ -1,0 +1,95 @@
+import { sql } from 'kysely';
+import type { DB } from '../db/database.ts';
+import { QUARANTINE } from '../domain/queue.ts';
+
+/** How many offenders of each kind the error names (the rest are counted). */
+const SHOWN = 5;
+
+async function tableExists(db: DB, table: string): Promise<boolean> {
+  const r = await sql<{ t: string | null }>`select to_regclass(${table})::text as t`.execute(db);
+  return r.rows[0]?.t != null;
+}
+
+function describe(kind: string, ids: readonly string[]): string {
+  const shown = ids.slice(0, SHOWN).join(', ');
+  return ids.length > SHOWN ? `${kind} ${shown} and ${ids.length - SHOWN} more` : `${kind} ${shown}`;
+}
+
+/**
+ * What already uses the reserved queue name `quarantine` (spec 9, release 0.4.0 item 7), read
+ * from the read models as they stand: endpoint scopes, webhook target queues, and todos on that
+ * queue that quarantine did not put there. A held todo is always a `webhook` todo created by the
+ * ingest path (and usually has its `quarantine` row already); a webhook todo that landed there
+ * because its webhook targeted `quarantine` is reported through that webhook. Routes and rules
+ * live only in the webhook streams and their save path refuses the name, so they are not read.
+ * A table that does not exist yet (a fresh database) uses nothing.
+ */
+export async function reservedQueueUses(db: DB): Promise<string[]> {
+  const uses: string[] = [];
+  if (await tableExists(db, 'endpoints')) {
+    const rows = await db
+      .selectFrom('endpoints')
+      .select('slug')
+      .where(sql<boolean>`queues @> ${JSON.stringify([QUARANTINE])}::jsonb`)
+      .orderBy('slug')
+      .execute();
+    if (rows.length > 0)
+      uses.push(
+        describe(
+          'endpoint scope',
+          rows.map((r) => r.slug),
+        ),
+      );
+  }
+  if (await tableExists(db, 'webhooks')) {
+    const rows = await db
+      .selectFrom('webhooks')
+      .select('id')
+      .where('queue', '=', QUARANTINE)
+      .orderBy('id')
+      .execute();
+    if (rows.length > 0)
+      uses.push(
+        describe(
+          'webhook target',
+          rows.map((r) => r.id),
+        ),
+      );
+  }
+  if (await tableExists(db, 'todos')) {
+    const held = await tableExists(db, 'quarantine');
+    let q = db
+      .selectFrom('todos')
+      .select('id')
+      .where('queue', '=', QUARANTINE)
+      .where('kind', '<>', 'webhook');
+    if (held) {
+      q = q.where(({ not, exists, selectFrom }) =>
+        not(
+          exists(selectFrom('quarantine').select('todo_id').whereRef('quarantine.todo_id', '=', 'todos.id')),
+        ),
+      );
+    }
+    const rows = await q.orderBy('id').execute();
+    if (rows.length > 0)
+      uses.push(
+        describe(
+          'todo',
+          rows.map((r) => r.id),
+        ),
+      );
+  }
+  return uses;
+}
+
+/**
+ * Refuses to start while anything uses the reserved name: `hookline serve` exits non-zero with
+ * this message, and the operator renames or revokes what it names before starting again.
+ */
+export async function assertQuarantineReserved(db: DB): Promise<void> {
+  const uses = await reservedQueueUses(db);
+  if (uses.length === 0) return;
+  throw new Error(
+    `the queue name "${QUARANTINE}" is reserved for held deliveries since 0.4.0, but it is already used by: ${uses.join('; ')}. Revoke or re-vend these on the previous version, then start again.`,
+  );
+}
