@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Kysely } from 'kysely';
-import { findWebhookByTokenHash } from '../../projections/webhooks.ts';
+import { findWebhookByTokenHash } from '../../projections/webhooks.queries.ts';
 import { hashCredential } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
 import { handleCommand } from '../commands/handle-command.ts';

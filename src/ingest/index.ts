@@ -1,4 +1,4 @@
-import { findDeliveryByUuid } from '../../projections/log.ts';
+import { findDeliveryByUuid } from '../../projections/log.queries.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { DB } from '../db/database.ts';

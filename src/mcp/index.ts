@@ -1,14 +1,10 @@
 import type { Observable } from 'rxjs';
 import type { RecordedEvent } from '../eventstore/port.ts';
-import { createEndpointWebhookRoutes } from '../http/endpoint-webhooks.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
-import { createEndpointWebhookReceiver } from '../ingest/endpoint-webhook.ts';
-import type { DeliveryRecorder } from '../ingest/recorder.ts';
-import { createWebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
 import type { Runtime } from '../runtime.ts';
 import { createDrain } from '../todos/drain.ts';
 import { startLeaseExpiry } from '../todos/lease-expiry.ts';
-import { createSecretBox } from '../webhooks/secret-box.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createEndpointAuth } from './auth.ts';
 import { startDoorbell } from './doorbell.ts';
 import { createRebindingGuard } from './rebinding.ts';
@@ -25,8 +21,8 @@ export interface McpOptions {
 
 /**
  * The MCP side of one process: a server per session for each vended endpoint, the session
- * registry, the doorbell on the shared `$all` subscription, the lease-expiry job, and the
- * endpoint-owned webhooks that feed the queues. Stopped with the runtime.
+ * registry, the doorbell on the shared `$all` subscription and the lease-expiry job. Stopped with
+ * the runtime. (The endpoint-owned webhooks that feed the queues are an ingest route: app.ts.)
  */
 export function createMcp(
   runtime: Pick<
@@ -34,7 +30,7 @@ export function createMcp(
     'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'onClose' | 'rules' | 'replay' // RULES (issue 7)
   >,
   live: { readonly doorbells$: Observable<RecordedEvent> },
-  recorder: Pick<DeliveryRecorder, 'record'>,
+  shared: { readonly secretBox: SecretBox },
   options: McpOptions = {},
 ) {
   const { config, store, clock, db, logger } = runtime;
@@ -44,8 +40,7 @@ export function createMcp(
     db,
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
-  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
-  const services: McpServices = { runtime, drain, secretBox };
+  const services: McpServices = { runtime, drain, secretBox: shared.secretBox };
   const sessions = createSessionRegistry();
 
   const doorbell = startDoorbell({ doorbells$: live.doorbells$, sessions, logger });
@@ -71,19 +66,7 @@ export function createMcp(
     newServer: async () =>
       (await import('./server.ts')).createSessionServer({ services, tools: allTools, sessions }),
   });
-  const webhookRoutes = createEndpointWebhookRoutes({
-    config,
-    receiver: createEndpointWebhookReceiver({
-      store,
-      clock,
-      config,
-      db,
-      recorder,
-      openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
-      router: createWebhookRouter({ store, clock, engine: runtime.rules }), // RULES (issue 7)
-    }),
-  });
-  return { services, sessions, drain, expiry, routes, webhookRoutes };
+  return { services, sessions, drain, expiry, routes };
 }
 
 export type Mcp = ReturnType<typeof createMcp>;

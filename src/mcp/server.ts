@@ -11,6 +11,7 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { queueCounts } from '../../projections/todos.queries.ts';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { isVerb } from '../domain/endpoint/verbs.ts';
 import { asHooklineError } from '../errors.ts';
@@ -120,22 +121,12 @@ export function createSessionServer(deps: SessionServerDeps): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
     const queue = scopedQueue(request.params.uri, endpoint);
-    const rows = await services.runtime.db
-      .selectFrom('todos')
-      .select(['state'])
-      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.min('created_at').as('oldest')])
-      .where('endpoint_id', '=', endpoint.id)
-      .where('queue', '=', queue)
-      .where('state', 'in', ['pending', 'claimed'])
-      .groupBy('state')
-      .execute();
-    const pending = rows.find((r) => r.state === 'pending');
-    const claimed = rows.find((r) => r.state === 'claimed');
+    const counts = await queueCounts(services.runtime.db, endpoint.id, queue);
     const body = {
       queue,
-      pending: Number(pending?.n ?? 0),
-      claimed: Number(claimed?.n ?? 0),
-      oldest_pending_at: pending?.oldest ? new Date(pending.oldest as Date).toISOString() : null,
+      pending: counts.pending,
+      claimed: counts.claimed,
+      oldest_pending_at: counts.oldestPendingAt ? counts.oldestPendingAt.toISOString() : null,
     };
     return {
       contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(body) }],

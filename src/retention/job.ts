@@ -1,6 +1,10 @@
-import { sql } from 'kysely';
-import { logRetainedFrom } from '../../projections/log.ts';
-import { getSettings } from '../../projections/settings.ts';
+import {
+  deleteLogRowsBelow,
+  firstDeliveryIdSince,
+  logIdRange,
+  logRetainedFrom,
+} from '../../projections/log.queries.ts';
+import { getSettings } from '../../projections/settings.queries.ts';
 import type { Clock } from '../clock.ts';
 import { appendEvents } from '../commands/handle-command.ts';
 import type { DB } from '../db/database.ts';
@@ -70,23 +74,13 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     if (settings.retention_max_rows > 0) keep = Math.max(keep, lastId - settings.retention_max_rows + 1);
     if (settings.retention_max_age_days > 0) {
       const cutoff = new Date(now.getTime() - settings.retention_max_age_days * DAY_MS);
-      const firstRecent = await deps.db
-        .selectFrom('log_events')
-        .select('id')
-        .where('received_at', '>=', cutoff)
-        .orderBy('received_at', 'asc')
-        .orderBy('id', 'asc')
-        .limit(1)
-        .executeTakeFirst();
-      if (firstRecent) keep = Math.max(keep, Number(firstRecent.id));
+      const firstRecent = await firstDeliveryIdSince(deps.db, cutoff);
+      if (firstRecent !== undefined) keep = Math.max(keep, firstRecent);
       else {
         // Nothing recent in the read model: everything it holds is old. Deliveries it has not
         // applied yet are not judged, so a lagging projection never loses a new delivery.
-        const newest = await deps.db
-          .selectFrom('log_events')
-          .select((eb) => eb.fn.max('id').as('id'))
-          .executeTakeFirst();
-        if (newest?.id !== null && newest?.id !== undefined) keep = Math.max(keep, Number(newest.id) + 1);
+        const { max } = await logIdRange(deps.db);
+        if (max !== null) keep = Math.max(keep, max + 1);
       }
     }
     return keep;
@@ -95,11 +89,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
   async function deleteLogRows(belowId: number): Promise<number> {
     let removed = 0;
     for (;;) {
-      const result = await sql`
-        delete from log_events where id in (
-          select id from log_events where id < ${belowId} order by id limit ${batchSize}
-        )`.execute(deps.db);
-      const n = Number(result.numAffectedRows ?? 0n);
+      const n = await deleteLogRowsBelow(deps.db, belowId, batchSize);
       removed += n;
       if (n < batchSize || stopped) return removed;
       await yieldToIo();
@@ -112,12 +102,9 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
    * row (rows below it were pruned, by an interrupted cycle too) and the point it recorded.
    */
   async function logBeforeId(keep: number): Promise<number | null> {
-    const lowest = await deps.db
-      .selectFrom('log_events')
-      .select((eb) => eb.fn.min('id').as('id'))
-      .executeTakeFirst();
+    const { min } = await logIdRange(deps.db);
     const recorded = await logRetainedFrom(deps.db);
-    const before = Math.max(keep, recorded, lowest?.id == null ? 0 : Number(lowest.id));
+    const before = Math.max(keep, recorded, min ?? 0);
     return before > 1 ? before : null;
   }
 

@@ -1,4 +1,4 @@
-import { recentWebhookDeliveries } from '../../projections/log.ts';
+import { recentWebhookDeliveries } from '../../projections/log.queries.ts';
 import { type DryRunReport, type RuleDelivery, toRuleDelivery } from '../../rules-sandbox/index.ts';
 import type { CommandDeps } from '../commands/handle-command.ts';
 import { handleCommand } from '../commands/handle-command.ts';

@@ -1,14 +1,11 @@
-import { sql } from 'kysely';
+import { endpointsUsingQueue } from '../../projections/endpoints.queries.ts';
+import { todosUsingQueue } from '../../projections/todos.queries.ts';
+import { webhooksUsingQueue } from '../../projections/webhooks.queries.ts';
 import type { DB } from '../db/database.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 
 /** How many offenders of each kind the error names (the rest are counted). */
 const SHOWN = 5;
-
-async function tableExists(db: DB, table: string): Promise<boolean> {
-  const r = await sql<{ t: string | null }>`select to_regclass(${table})::text as t`.execute(db);
-  return r.rows[0]?.t != null;
-}
 
 function describe(kind: string, ids: readonly string[]): string {
   const shown = ids.slice(0, SHOWN).join(', ');
@@ -26,59 +23,12 @@ function describe(kind: string, ids: readonly string[]): string {
  */
 export async function reservedQueueUses(db: DB): Promise<string[]> {
   const uses: string[] = [];
-  if (await tableExists(db, 'endpoints')) {
-    const rows = await db
-      .selectFrom('endpoints')
-      .select('slug')
-      .where(sql<boolean>`queues @> ${JSON.stringify([QUARANTINE])}::jsonb`)
-      .orderBy('slug')
-      .execute();
-    if (rows.length > 0)
-      uses.push(
-        describe(
-          'endpoint scope',
-          rows.map((r) => r.slug),
-        ),
-      );
-  }
-  if (await tableExists(db, 'webhooks')) {
-    const rows = await db
-      .selectFrom('webhooks')
-      .select('id')
-      .where('queue', '=', QUARANTINE)
-      .orderBy('id')
-      .execute();
-    if (rows.length > 0)
-      uses.push(
-        describe(
-          'webhook target',
-          rows.map((r) => r.id),
-        ),
-      );
-  }
-  if (await tableExists(db, 'todos')) {
-    const held = await tableExists(db, 'quarantine');
-    let q = db
-      .selectFrom('todos')
-      .select('id')
-      .where('queue', '=', QUARANTINE)
-      .where('kind', '<>', 'webhook');
-    if (held) {
-      q = q.where(({ not, exists, selectFrom }) =>
-        not(
-          exists(selectFrom('quarantine').select('todo_id').whereRef('quarantine.todo_id', '=', 'todos.id')),
-        ),
-      );
-    }
-    const rows = await q.orderBy('id').execute();
-    if (rows.length > 0)
-      uses.push(
-        describe(
-          'todo',
-          rows.map((r) => r.id),
-        ),
-      );
-  }
+  const endpoints = await endpointsUsingQueue(db, QUARANTINE);
+  if (endpoints.length > 0) uses.push(describe('endpoint scope', endpoints));
+  const webhooks = await webhooksUsingQueue(db, QUARANTINE);
+  if (webhooks.length > 0) uses.push(describe('webhook target', webhooks));
+  const todos = await todosUsingQueue(db, QUARANTINE);
+  if (todos.length > 0) uses.push(describe('todo', todos));
   return uses;
 }
 

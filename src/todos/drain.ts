@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { pendingCandidates } from '../../projections/todos.ts';
+import { pendingCandidates } from '../../projections/todos.queries.ts';
 import { type CommandDeps, type Decide, handleCommand, readAggregate } from '../commands/handle-command.ts';
 import type { Database } from '../db/database.ts';
 import { DomainError } from '../domain/errors.ts';

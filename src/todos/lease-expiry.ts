@@ -1,4 +1,4 @@
-import { expiredLeases } from '../../projections/todos.ts';
+import { expiredLeases } from '../../projections/todos.queries.ts';
 import type { Clock } from '../clock.ts';
 import type { DB } from '../db/database.ts';
 import type { Logger } from '../logger.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import type { TestServer } from '../auth/server.ts';
 import { type ApiResponse, delivery, operator, readStream, settled } from './client.ts';

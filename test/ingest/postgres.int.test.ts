@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.ts';
+import { getEvent } from '../../projections/log.queries.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { reservationStream } from '../../src/ingest/recorder.ts';
 import {

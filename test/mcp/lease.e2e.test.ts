@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { fixedClock } from '../../src/clock.ts';
 import { readStream } from '../api/client.ts';
 import { connectAgent, eventually, push, settled, startServer, type TestServer, vend } from './support.ts';

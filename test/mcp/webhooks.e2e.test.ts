@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { systemClock } from '../../src/clock.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { newId } from '../../src/ids.ts';

@@ -1,9 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProjectionRunner } from '../../projections/runner.ts';
-import { streamStatsProjection } from '../../projections/stream-stats.ts';
-import type { ProjectionRunner } from '../../projections/types.ts';
+import { createProjectionRunner } from '../../projections/engine/runner.ts';
+import type { ProjectionRunner } from '../../projections/engine/types.ts';
+import { streamStatsProjection } from '../../projections/stream-stats.projection.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { adminPlugin, isLoopbackPeer } from '../../src/http/admin.ts';
 import { errorsPlugin } from '../../src/http/errors-plugin.ts';

@@ -1,7 +1,7 @@
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLiveFeed, FeedAheadError } from '../../projections/feed.ts';
-import { positionOrder } from '../../projections/rebuild.ts';
+import { createLiveFeed, FeedAheadError } from '../../projections/engine/feed.ts';
+import { positionOrder } from '../../projections/engine/rebuild.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { type Harness, openHarness, waitUntil } from './support.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProjectionHealth } from '../../projections/health.ts';
-import { createProjectionRunner } from '../../projections/runner.ts';
+import { createProjectionHealth } from '../../projections/engine/lag-health.ts';
+import { createProjectionRunner } from '../../projections/engine/runner.ts';
 import { fixedClock } from '../../src/clock.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { type Harness, openHarness, testLogger, trackingProjection } from './support.ts';

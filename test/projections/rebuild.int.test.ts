@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shadowSchemaFor } from '../../projections/rebuild.ts';
-import { createProjectionRunner } from '../../projections/runner.ts';
-import type { Projection, RebuildProgress } from '../../projections/types.ts';
+import { shadowSchemaFor } from '../../projections/engine/rebuild.ts';
+import { createProjectionRunner } from '../../projections/engine/runner.ts';
+import type { Projection, RebuildProgress } from '../../projections/engine/types.ts';
 import type { Database } from '../../src/db/database.ts';
 import { HooklineError } from '../../src/errors.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';

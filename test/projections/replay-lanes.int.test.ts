@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildShadow, PARALLEL_APPLIES } from '../../projections/rebuild.ts';
-import type { Projection } from '../../projections/types.ts';
+import { buildShadow, PARALLEL_APPLIES } from '../../projections/engine/rebuild.ts';
+import type { Projection } from '../../projections/engine/types.ts';
 import type { Database } from '../../src/db/database.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';

@@ -1,7 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advanceCheckpoint, CheckpointMovedError, readCheckpoint } from '../../projections/checkpoints.ts';
-import { createProjectionRunner } from '../../projections/runner.ts';
+import {
+  advanceCheckpoint,
+  CheckpointMovedError,
+  readCheckpoint,
+} from '../../projections/engine/checkpoints.ts';
+import { createProjectionRunner } from '../../projections/engine/runner.ts';
 import { fixedClock } from '../../src/clock.ts';
 import { HooklineError } from '../../src/errors.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';

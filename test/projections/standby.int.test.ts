@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCheckpoint } from '../../projections/checkpoints.ts';
-import { writerLockKey } from '../../projections/lock.ts';
-import { createProjectionRunner } from '../../projections/runner.ts';
-import type { ProjectionRunner } from '../../projections/types.ts';
+import { readCheckpoint } from '../../projections/engine/checkpoints.ts';
+import { writerLockKey } from '../../projections/engine/lock.ts';
+import { createProjectionRunner } from '../../projections/engine/runner.ts';
+import type { ProjectionRunner } from '../../projections/engine/types.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { type Harness, openHarness, testLogger, trackingProjection, waitUntil } from './support.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logRetainedFrom } from '../../projections/log.ts';
+import { logRetainedFrom } from '../../projections/log.queries.ts';
 import { RETENTION_STREAM } from '../../src/domain/retention/events.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listRetentionRuns } from '../../projections/settings.ts';
+import { listRetentionRuns } from '../../projections/settings.queries.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';
 import { changeSettings } from '../../src/settings/change.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getSettings } from '../../projections/settings.ts';
+import { getSettings } from '../../projections/settings.queries.ts';
 import { parseData } from '../../src/eventstore/codec.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { startTestServer, type TestServer } from './support.ts';

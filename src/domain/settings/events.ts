@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { defineEvent, typesOf } from '../shared.ts';
-import { SETTING_NAMES } from './state.ts';
+
+/** The settings of spec 2.6, by name (state.ts holds their values and bounds). */
+export const SETTING_NAMES = ['retention_max_age_days', 'retention_max_rows', 'sse_retry_ms'] as const;
 
 /** Every settings decision is one event on this stream (design.md "Streams"). */
 export const SETTINGS_STREAM = 'settings';

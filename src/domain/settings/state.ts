@@ -1,4 +1,4 @@
-import type { SettingsEvent } from './events.ts';
+import { SETTING_NAMES, type SettingsEvent } from './events.ts';
 
 /**
  * The mutable instance settings of spec 2.6. `replay_default_target` was removed in release
@@ -15,7 +15,6 @@ export interface Settings {
 
 export type SettingName = keyof Settings;
 
-export const SETTING_NAMES = ['retention_max_age_days', 'retention_max_rows', 'sse_retry_ms'] as const;
 export const settingNames: readonly SettingName[] = SETTING_NAMES;
 
 export const defaultSettings: Settings = Object.freeze({

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { listAgents } from '../../../projections/agents.ts';
-import { listEndpoints } from '../../../projections/endpoints.ts';
+import { listAgents } from '../../../projections/agents.queries.ts';
+import { listEndpoints } from '../../../projections/endpoints.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { ALL_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
 import { revokeEndpoint } from '../../endpoints/revoke.ts';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { EndpointRow } from '../../../projections/endpoints.ts';
+import type { EndpointRow } from '../../../projections/endpoints.table.ts';
 import type { EndpointState } from '../../domain/endpoint/state.ts';
 import { ingestUrl } from '../../domain/webhook/decide.ts';
 import type { Vended } from '../../endpoints/vend.ts';

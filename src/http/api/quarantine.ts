@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { listQuarantine, type QuarantineRow } from '../../../projections/quarantine.ts';
+import { listQuarantine } from '../../../projections/quarantine.queries.ts';
+import type { QuarantineRow } from '../../../projections/quarantine.table.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { getEvent, type LogFilters, listEvents } from '../../../projections/log.ts';
+import { getEvent, type LogFilters, listEvents } from '../../../projections/log.queries.ts';
 import { HooklineError } from '../../errors.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { getSettings, listRetentionRuns } from '../../../projections/settings.ts';
+import { getSettings, listRetentionRuns } from '../../../projections/settings.queries.ts';
 import { type SettingName, type Settings, settingBounds, settingNames } from '../../domain/settings/state.ts';
 import { DEFAULT_RETENTION_INTERVAL_MS } from '../../retention/job.ts';
 import { changeSettings } from '../../settings/change.ts';
-import { assertSameOrigin } from '../providers-routes.ts';
 import { actorOf, layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
+import { assertSameOrigin } from './providers-routes.ts';
 
 /** A form value as a number: whole decimal numbers only; anything else is NaN and refused (422). */
 function toNumber(value: unknown): number {

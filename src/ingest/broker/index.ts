@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { ComponentState } from '../../health.ts';
+import type { ComponentState } from '../../health-registry.ts';
 import type { Logger } from '../../logger.ts';
 import { createProviderDirectory, type ProviderDirectory } from '../../providers/directory.ts';
 import type { Runtime } from '../../runtime.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listWebhooksOfEndpoint } from '../../../projections/webhooks.ts';
+import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
 import { loadWebhook } from '../../webhooks/load.ts';
 import { ok } from '../result.ts';
 import { defineTool } from './types.ts';

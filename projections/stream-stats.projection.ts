@@ -1,27 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import type { Projection } from './types.ts';
-
-/**
- * The spine's own read model: per stream category (the stream name up to its first '-', as
- * EventStoreDB's `$ce-` projections count), how many events `$all` holds and which came last.
- * Small and order-sensitive (a double or lost apply changes a count), so the crash test uses it.
- * The counts are of events applied: after retention truncates `deliveries`, a rebuild counts only
- * what the log still holds.
- */
-export interface StreamStatsTable {
-  category: string;
-  events: string | number | bigint;
-  last_position: string;
-  last_stream: string;
-  last_type: string;
-  last_at: Date;
-}
-
-export interface StreamStatsTables {
-  stream_stats: StreamStatsTable;
-}
+import type { Projection } from './engine/types.ts';
+import { createStreamStatsTables, type StreamStatsTables } from './stream-stats.table.ts';
 
 export const streamCategory = (streamId: string): string => {
   const dash = streamId.indexOf('-');
@@ -35,18 +16,7 @@ export const streamStatsProjection: Projection = {
   version: 1,
   tables: ['stream_stats'],
 
-  async createTables(db) {
-    await typed(db)
-      .schema.createTable('stream_stats')
-      .ifNotExists()
-      .addColumn('category', 'text', (c) => c.primaryKey())
-      .addColumn('events', 'bigint', (c) => c.notNull())
-      .addColumn('last_position', 'text', (c) => c.notNull())
-      .addColumn('last_stream', 'text', (c) => c.notNull())
-      .addColumn('last_type', 'text', (c) => c.notNull())
-      .addColumn('last_at', 'timestamptz', (c) => c.notNull())
-      .execute();
-  },
+  createTables: createStreamStatsTables,
 
   async apply(db, events: readonly RecordedEvent[]) {
     // One upsert per category per batch: the batch is in `$all` order, so the last event wins.

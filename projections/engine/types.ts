@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../src/db/database.ts';
-import type { RecordedEvent } from '../src/eventstore/port.ts';
+import type { Database } from '../../src/db/database.ts';
+import type { RecordedEvent } from '../../src/eventstore/port.ts';
 
 /**
  * A read model built from `$all`. The runner applies batches of events inside one transaction

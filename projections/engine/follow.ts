@@ -1,5 +1,5 @@
 import { bufferTime, concatMap, filter, from, type Observable, Subscription, tap } from 'rxjs';
-import type { RecordedEvent } from '../src/eventstore/port.ts';
+import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { FeedAheadError } from './feed.ts';
 
 export type LiveOutcome = 'aborted' | 'overflow' | 'completed' | 'behind';

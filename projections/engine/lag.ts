@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { SqlDatabase } from '../src/db/open.ts';
-import type { EventStore, Position } from '../src/eventstore/port.ts';
-import { parsePosition } from '../src/eventstore/sql/positions.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
+import type { EventStore, Position } from '../../src/eventstore/port.ts';
+import { parsePosition } from '../../src/eventstore/sql/positions.ts';
 
 /**
  * How far the log runs ahead of a position: the count of events after it (bounded by `cap`, since

@@ -1,4 +1,4 @@
-import type { ComponentState } from '../src/health.ts';
+import type { ComponentState } from '../../src/health-registry.ts';
 import type { ProjectionRunner } from './types.ts';
 
 export interface ProjectionLag {

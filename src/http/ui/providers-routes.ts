@@ -1,14 +1,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.ts';
-import { GENERIC_NAME_PATTERN, genericProviderName } from '../domain/provider/names.ts';
-import type { ProviderState } from '../domain/provider/state.ts';
-import { HooklineError } from '../errors.ts';
-import type { Ingestion } from '../ingest/index.ts';
-import { isTrustedPeer, parseTrustedProxies } from '../ingest/source-ip.ts';
-import { generateToken, hashToken } from '../ingest/token.ts';
-import { renderFragment } from './ui/fragments.ts';
-import { securityHeaders } from './ui/security.ts';
+import type { Config } from '../../config.ts';
+import { GENERIC_NAME_PATTERN, genericProviderName } from '../../domain/provider/names.ts';
+import type { ProviderState } from '../../domain/provider/state.ts';
+import { HooklineError } from '../../errors.ts';
+import type { Ingestion } from '../../ingest/index.ts';
+import { isTrustedPeer, parseTrustedProxies } from '../../ingest/source-ip.ts';
+import { generateToken, hashToken } from '../../ingest/token.ts';
+import { renderFragment } from './fragments.ts';
+import { securityHeaders } from './security.ts';
 
 export interface ProviderRoutesDeps {
   readonly config: Config;

@@ -1,5 +1,5 @@
 import { type ColumnType, type Kysely, sql } from 'kysely';
-import type { Position } from '../src/eventstore/port.ts';
+import type { Position } from '../../src/eventstore/port.ts';
 
 /** The checkpoint table (migrations/20261122000200_projection_checkpoints.ts). */
 export interface ProjectionCheckpointsTable {

@@ -1,11 +1,11 @@
 import { setTimeout as sleep, setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { sql } from 'kysely';
-import type { SqlDatabase } from '../src/db/open.ts';
-import type { EventStore, Position, RecordedEvent } from '../src/eventstore/port.ts';
-import type { Logger } from '../src/logger.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
+import type { EventStore, Position, RecordedEvent } from '../../src/eventstore/port.ts';
+import type { Logger } from '../../src/logger.ts';
 import { advanceCheckpoint, CheckpointMovedError, insertCheckpoint, readCheckpoint } from './checkpoints.ts';
 import type { LiveFeed } from './feed.ts';
-import { followLive, type LiveOutcome } from './live.ts';
+import { followLive, type LiveOutcome } from './follow.ts';
 import { type LockSession, writerLockKey } from './lock.ts';
 import { LIVE_SCHEMA, readBatch } from './rebuild.ts';
 import type { Projection, ProjectionStatus } from './types.ts';

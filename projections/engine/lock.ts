@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type pg from 'pg';
-import type { DB } from '../src/db/database.ts';
+import type { DB } from '../../src/db/database.ts';
 
 /**
  * PostgreSQL session-level advisory locks for projection writers (design.md: one active writer per

@@ -1,9 +1,9 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { sql } from 'kysely';
-import type { DB } from '../src/db/database.ts';
-import type { SqlDatabase } from '../src/db/open.ts';
-import { HooklineError } from '../src/errors.ts';
-import { type EventStore, type Position, type RecordedEvent, START } from '../src/eventstore/port.ts';
+import type { DB } from '../../src/db/database.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
+import { HooklineError } from '../../src/errors.ts';
+import { type EventStore, type Position, type RecordedEvent, START } from '../../src/eventstore/port.ts';
 import { lockCheckpoint, putCheckpoint } from './checkpoints.ts';
 import type { LogCounter } from './lag.ts';
 import { type LockSession, rebuildLockKey } from './lock.ts';

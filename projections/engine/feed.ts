@@ -1,5 +1,5 @@
 import { filter, Observable, Subject, type Subscription } from 'rxjs';
-import type { EventStore, Position, RecordedEvent } from '../src/eventstore/port.ts';
+import type { EventStore, Position, RecordedEvent } from '../../src/eventstore/port.ts';
 
 /** The feed has already passed the position asked for: read up to it first, then follow again. */
 export class FeedAheadError extends Error {

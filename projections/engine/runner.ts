@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Clock, systemClock } from '../src/clock.ts';
-import type { SqlDatabase } from '../src/db/open.ts';
-import { HooklineError } from '../src/errors.ts';
-import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
-import type { Logger } from '../src/logger.ts';
+import { type Clock, systemClock } from '../../src/clock.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
+import { HooklineError } from '../../src/errors.ts';
+import { type EventStore, type Position, START } from '../../src/eventstore/port.ts';
+import type { Logger } from '../../src/logger.ts';
 import { readCheckpoint, readCheckpoints } from './checkpoints.ts';
 import { createLiveFeed } from './feed.ts';
 import { createLogCounter, type LogBacklog, type LogCounter, lagSeconds } from './lag.ts';
@@ -53,8 +53,8 @@ function validate(projections: readonly Projection[]): void {
 }
 
 /**
- * Runs one worker per projection (projections/worker.ts), rebuilds on demand or on a version
- * change (projections/rebuild.ts), reports status and lag, and lets a request wait, bounded, until
+ * Runs one worker per projection (worker.ts), rebuilds on demand or on a version
+ * change (rebuild.ts), reports status and lag, and lets a request wait, bounded, until
  * the read models have applied a position it appended.
  */
 export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRunner {
