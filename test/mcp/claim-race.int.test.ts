@@ -6,7 +6,7 @@ import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { pushTodo } from '../../src/todos/push.ts';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();

@@ -6,7 +6,7 @@ import { systemClock } from '../../src/clock.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { connectAgent, eventually, settled, startServer, type TestServer, vend } from './support.ts';
 
 type Created = {

@@ -5,9 +5,9 @@ import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { changeSettings } from '../../src/settings/change.ts';
+import { seedDeliveries } from '../http/ui/seed.ts';
+import { startTestServer, type TestServer } from '../http/ui/support.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
-import { seedDeliveries } from '../ui/seed.ts';
-import { startTestServer, type TestServer } from '../ui/support.ts';
 
 const hasPg = await postgresAvailable();
 
