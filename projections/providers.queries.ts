@@ -19,7 +19,7 @@ export interface ProviderListing {
   readonly created_at: string | null;
   /**
    * When the provider last delivered, and how many deliveries it made: facts about the provider,
-   * which retention does not lower (README "Screens", Retention). `recent_count` (last 24 h) is
+   * which retention does not lower (docs/reference/screens.md, Retention). `recent_count` (last 24 h) is
    * counted in the log, so it counts only the deliveries still kept.
    */
   readonly last_event_at: string | null;

@@ -52,7 +52,7 @@ export interface ProblemDocument {
   [extension: string]: unknown;
 }
 
-/** Problem `type` URIs are stable and documented in the README: `urn:hookline:problem:<code>`. */
+/** Problem `type` URIs are stable and documented in docs/reference/problems.md: `urn:hookline:problem:<code>`. */
 export const problemType = (code: ErrorCode): string => `urn:hookline:problem:${code.replace(/_/g, '-')}`;
 
 export class HooklineError extends Error {

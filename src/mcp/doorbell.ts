@@ -6,7 +6,7 @@ import { queueUri } from './queues.ts';
 import type { McpSession, SessionRegistry } from './sessions.ts';
 
 /**
- * The doorbell (README "MCP for agents"): every `DoorbellRung` on the shared `$all` subscription
+ * The doorbell (docs/reference/mcp-tools.md): every `DoorbellRung` on the shared `$all` subscription
  * (a push, a webhook delivery, a release, an expired lease) becomes
  * `notifications/resources/updated` for `hookline://queues/<queue>` on each session of that
  * endpoint in this process that subscribed to it. Rings within one event-loop turn are

@@ -19,7 +19,7 @@ import type { Settings } from '../domain/settings/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 
-/** One prune cycle a minute (README "Screens", settings). */
+/** One prune cycle a minute (docs/reference/screens.md, settings). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
 /** Rows deleted per transaction: the embedded database's one connection keeps serving ingestion. */
 export const DEFAULT_RETENTION_BATCH = 1000;

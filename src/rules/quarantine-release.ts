@@ -10,7 +10,7 @@ import { newId } from '../ids.ts';
 import { ringDoorbell } from '../todos/doorbell.ts';
 
 /**
- * Releasing a held delivery (README "Quarantine"): the release is decided on its own reservation
+ * Releasing a held delivery (docs/guides/writing-rules.md, "Quarantine"): the release is decided on its own reservation
  * stream (released at most once, naming the todo it becomes); that todo (same title, payload and
  * delivery) is then created on the chosen queue and the doorbell rung. A release cut short after
  * its reservation is completed by calling it again with the same queue.

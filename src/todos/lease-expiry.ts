@@ -7,7 +7,7 @@ import type { Drain } from './drain.ts';
 export const DEFAULT_EXPIRY_INTERVAL_MS = 1000;
 
 /**
- * Returns todos whose lease ran out to pending (README "Todo lifecycle"). Every interval it reads
+ * Returns todos whose lease ran out to pending (docs/reference/mcp-tools.md, "Todo lifecycle"). Every interval it reads
  * the claimed todos past their expiry from the read model and appends `TodoLeaseExpired` at the
  * revision it read, only if the lease it saw is still the one and still expired (a heartbeat or
  * a finish in between wins). Every instance may run it: the expected revision lets one win.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineEvent, typesOf } from '../shared.ts';
 
 /**
- * Releasing a held delivery (README "Quarantine"). The held todo is never moved or edited: it
+ * Releasing a held delivery (docs/guides/writing-rules.md, "Quarantine"). The held todo is never moved or edited: it
  * stays in `quarantine` as the record of what was held and why. A release is a reservation
  * `quarantine-release-<held todo id>` appended with `no_stream`, so a held todo is released at
  * most once, naming the todo it becomes.

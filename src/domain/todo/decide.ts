@@ -139,7 +139,7 @@ export function decideCreateTodo(command: CreateTodo, state: TodoState, now: Dat
 }
 
 /**
- * The drain decisions (README "Todo lifecycle"): pure, the clock passed in. Expected refusals
+ * The drain decisions (docs/reference/mcp-tools.md, "Todo lifecycle"): pure, the clock passed in. Expected refusals
  * throw a DomainError whose code the MCP tools hand to the agent unchanged:
  *
  * - `not_found`: no such todo on this endpoint's queues (another endpoint's todo, or one held

@@ -4,7 +4,7 @@ import { defineEvent, typesOf } from '../shared.ts';
 /**
  * The todo aggregate, stream `todo-<id>` (`td_…`). States: pending, claimed, completed, failed.
  * A todo is created by an operator hand-off (spec 4.13), a webhook delivery or a quarantine
- * release; the drain verbs move it (README "Todo lifecycle"), each move appended with the
+ * release; the drain verbs move it (docs/reference/mcp-tools.md, "Todo lifecycle"), each move appended with the
  * revision its decision read, so of two agents racing for the same move exactly one wins. A claim
  * hands out a lease (`lease_id`, random, known only to the claimer); every later move of that
  * claim names the lease, so a stale holder cannot touch a todo that has since been claimed again.

@@ -52,7 +52,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
 }
 
 /**
- * The operator's view of quarantine (README "Quarantine"): `GET /api/v1/quarantine` lists held
+ * The operator's view of quarantine (docs/guides/writing-rules.md, "Quarantine"): `GET /api/v1/quarantine` lists held
  * deliveries of the operator's endpoints with why they were held; `POST
  * /api/v1/quarantine/{todo_id}/release` with `{ "queue": "..." }` hands one to a queue of its
  * endpoint as a new todo (once the rules are fixed). Same operator bearer as the rest of /api/v1.

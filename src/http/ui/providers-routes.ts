@@ -50,7 +50,7 @@ const wantsJsonOnly = (accept: string | undefined): boolean =>
   /\bapplication\/json\b/i.test(accept ?? '') && !/\btext\/html\b/i.test(accept ?? '');
 
 /**
- * Browser safety (design.md, README "Screens"): a form post must come from one of our own pages.
+ * Browser safety (design.md, docs/reference/screens.md): a form post must come from one of our own pages.
  * 1. `Sec-Fetch-Site`, which browsers send to https and loopback origins, decides when present:
  *    `same-origin`, or `none` (the user's own action), passes. A DNS-rebinding page never gets
  *    `same-origin` here: over http its browser sends no Sec-Fetch-Site, and over https our server

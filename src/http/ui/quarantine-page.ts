@@ -69,7 +69,7 @@ async function views(deps: UiDeps, rows: readonly QuarantineRow[]): Promise<Held
 }
 
 /**
- * GET /quarantine and POST /quarantine/{todo_id}/release (README "Quarantine"): the operator's
+ * GET /quarantine and POST /quarantine/{todo_id}/release (docs/guides/writing-rules.md, "Quarantine"): the operator's
  * held deliveries with why they were held, and a release to one of the endpoint's queues through
  * the same domain handler as POST /api/v1/quarantine/{todo_id}/release. The screens have no
  * in-app sign-in (spec 1.7): the operator is the forward-auth user when a trusted proxy names one,

@@ -29,7 +29,7 @@ function expectSecurityHeaders(res: { headers: Record<string, unknown> }, what: 
   }
 }
 
-describe('browser safety of the form posts (README "Screens", Browser safety)', () => {
+describe('browser safety of the form posts (docs/reference/screens.md, Browser safety)', () => {
   it('gives the provider routes the headers of every other screen: fragments and problems alike', async () => {
     const created = await post('/providers', { name: 'headers', trust_mode: 'open' }, SAME_ORIGIN);
     expect(created.statusCode).toBe(201);
