@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { endpointDecider, type VendEndpoint } from '../../../src/domain/endpoint/decide.ts';
+import {
+  endpointDecider,
+  endpointSlugDecider,
+  type VendEndpoint,
+} from '../../../src/domain/endpoint/decide.ts';
 import type { EndpointEvent } from '../../../src/domain/endpoint/events.ts';
 import { ALL_VERBS, normalizeVerbs } from '../../../src/domain/endpoint/verbs.ts';
 import { errorCatalog } from '../../../src/errors.ts';
@@ -111,5 +115,21 @@ describe('endpoint: revoke', () => {
     const unknown = spec.given().when(revoke).thenThrows('not_found');
     expect(status(foreign.code)).toBe(404);
     expect(foreign.message).toBe(unknown.message);
+  });
+});
+
+describe('endpoint slug reservation', () => {
+  const slugs = deciderSpec(endpointSlugDecider, now);
+  const reserve = { type: 'ReserveSlug', endpointId: 'ep_2', slug: 'bot-abcdef' } as const;
+
+  it('given a free slug, when reserved, then it names the endpoint; given a held one, a conflict', () => {
+    const reserved = slugs.given().when(reserve).events();
+    expect(reserved).toEqual([
+      { type: 'EndpointSlugReserved', data: { endpoint_id: 'ep_2', slug: 'bot-abcdef' } },
+    ]);
+    slugs
+      .given(...(reserved as never[]))
+      .when({ ...reserve, endpointId: 'ep_3' })
+      .thenThrows('conflict');
   });
 });
