@@ -24,7 +24,7 @@ const rules: IForbiddenRuleType[] = [
     comment: 'src/domain imports nothing outside the domain but zod: no I/O, no Node modules, no app code.',
     severity: 'error',
     from: { path: '^src/domain/' },
-    to: { pathNot: ['^src/domain/', '^node_modules/zod/'] },
+    to: { pathNot: ['^src/domain/', '(^|/)node_modules/zod/'] },
   },
   {
     name: 'no-cycles',
