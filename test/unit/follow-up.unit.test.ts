@@ -74,7 +74,11 @@ describe('follow-ups of a durable delivery: awaited up to a bound, then logged a
     doorbell.resolve();
     await waiting;
     expect(finished).toBe(true);
-    expect(lines[1]).toMatchObject({ level: INFO, event_id: 3, msg: 'late follow-up of a delivery finished' });
+    expect(lines[1]).toMatchObject({
+      level: INFO,
+      event_id: 3,
+      msg: 'late follow-up of a delivery finished',
+    });
   });
 
   it('a failure after the bound is logged with the step it failed at, never an unhandled rejection', async () => {

@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../clock.ts';
 import { HooklineError } from '../../errors.ts';
 import { jsonEvent } from '../../eventstore/codec.ts';
-import { type EventStore, isWrongExpectedVersion, type Position } from '../../eventstore/port.ts';
+import {
+  type AppendResult,
+  type EventStore,
+  isWrongExpectedVersion,
+  type Position,
+} from '../../eventstore/port.ts';
 import type { FollowUps } from '../../follow-up.ts';
 import type { DeliveryRecorder } from '../../ingest/recorder.ts';
 import { expectedFrom, loadAggregate } from '../endpoint/aggregate.ts';
@@ -137,36 +142,38 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
   }
   const fields = { endpoint: endpoint.id, event_id: eventId, todo: todoId };
   const followed = await deps.followUps.run(fields, async (step) => {
+    const events = decideCreateTodo(
+      {
+        todoId,
+        endpoint,
+        queue,
+        kind: input.kind,
+        title: input.title,
+        payload: input.payload,
+        key: input.key,
+        source: 'operator',
+        eventId,
+        human: input.human,
+      },
+      initialTodoState,
+      clock.now(),
+    );
+    step(`the todo ${todoId} of event ${eventId}`);
+    let created: AppendResult;
     try {
-      const events = decideCreateTodo(
-        {
-          todoId,
-          endpoint,
-          queue,
-          kind: input.kind,
-          title: input.title,
-          payload: input.payload,
-          key: input.key,
-          source: 'operator',
-          eventId,
-          human: input.human,
-        },
-        initialTodoState,
-        clock.now(),
-      );
-      step(`the todo ${todoId} of event ${eventId}`);
-      const created = await store.append(
+      created = await store.append(
         todoStream(todoId),
         events.map((e) => jsonEvent(e.type, e.data)),
         { expectedRevision: 'no_stream' },
       );
-      step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
-      await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
-      return created.position;
     } catch (err) {
       await releaseKey();
       throw err;
     }
+    // The todo exists from here on: its key stays held, whatever becomes of the doorbell.
+    step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
+    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
+    return created.position;
   });
   return {
     id: todoId,
