@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
+import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
@@ -94,12 +95,16 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
+  // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
+  const followUps = createFollowUps({ logger: runtime.logger });
+  runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
   const receiver = createEndpointWebhookReceiver({
     store: runtime.store,
     clock: runtime.clock,
     config,
     db: runtime.db,
     recorder: ingestion.recorder,
+    followUps,
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
   });

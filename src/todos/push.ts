@@ -12,6 +12,7 @@ import type { LiveTodo } from '../domain/todo/state.ts';
 import { loadEndpoint, resolveEndpointId } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { Position } from '../eventstore/port.ts';
+import type { FollowUps } from '../follow-up.ts';
 import { newId } from '../ids.ts';
 import type { DeliveryRecorder } from '../ingest/recorder.ts';
 import { ringDoorbell } from './doorbell.ts';
@@ -20,6 +21,8 @@ import { releaseKeyStream, todoKeyStream } from './keys.ts';
 export interface PushDeps extends CommandDeps {
   /** The ingestion module's recorder: every path appends its `DeliveryReceived` through it. */
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  /** The todo and the doorbell follow the durable hand-off delivery, awaited up to a bound. */
+  readonly followUps: FollowUps;
   /** A key reserved this long without its todo is taken for a dead writer's (default 30 s). */
   readonly keyStaleMs?: number;
   /** How long a push waits for a racing push with the same key to finish writing (default 10 s). */
@@ -48,7 +51,10 @@ export interface Pushed {
   readonly state: string;
   readonly created: boolean;
   readonly eventId: number;
-  /** Position of the todo's creation (undefined when an existing todo is returned). */
+  /**
+   * Position of the todo's creation: undefined when an existing todo is returned, or when its
+   * creation outlasted the follow-up bound (it is then still being written).
+   */
   readonly position: Position | undefined;
 }
 
@@ -56,7 +62,8 @@ export interface Pushed {
  * POST /api/v1/endpoints/{ref}/todos (spec 4.13, 3). A push with a key first reserves the key
  * (appended at the revision read, so of racing pushes exactly one wins), then records the
  * hand-off delivery, creates the todo and rings the doorbell. A push that loses the race waits
- * for the winner's todo and answers it with created=false: nothing minted, nothing rung.
+ * for the winner's todo and answers it with created=false: nothing minted, nothing rung. Once the
+ * delivery is durable, the todo and the doorbell are awaited only up to the follow-ups' bound.
  */
 export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed> {
   const { store, clock } = deps;
@@ -83,6 +90,10 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
     }
   }
 
+  // Frees the key for the next push rather than leave it to the stale takeover.
+  const releaseKey = () =>
+    keyStream ? releaseKeyStream(deps, keyStream, todoId).catch(() => {}) : Promise.resolve();
+  let eventId: number;
   try {
     const body = new TextEncoder().encode(
       JSON.stringify({ title: input.title, queue, kind: input.kind, payload: input.payload, key: input.key }),
@@ -102,42 +113,55 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
       received_at: clock.now(),
       route: { endpoint_id: endpoint.id, slug: endpoint.slug, queue, todo_id: todoId, kind: input.kind },
     });
-    const eventId = recorded.ack.id;
-    const created = await handleCommand(
-      deps,
-      todoStream(todoId),
-      todoDecider,
-      {
-        type: 'CreateTodo',
-        todoId,
-        endpoint,
-        queue,
-        kind: input.kind,
-        title: input.title,
-        payload: input.payload,
-        key: input.key,
-        source: 'operator',
-        eventId,
-        human: input.human,
-      },
-      { newStream: true, retries: 0 },
-    );
-    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
-    return {
-      id: todoId,
-      endpointId: endpoint.id,
-      slug: endpoint.slug,
-      queue,
-      state: 'pending',
-      created: true,
-      eventId,
-      position: created.position,
-    };
+    eventId = recorded.ack.id;
   } catch (err) {
-    // Free the key for the next push rather than leave it to the stale takeover.
-    if (keyStream) await releaseKeyStream(deps, keyStream, todoId).catch(() => {});
+    await releaseKey();
     throw err;
   }
+  const fields = { endpoint: endpoint.id, event_id: eventId, todo: todoId };
+  const followed = await deps.followUps.run(fields, async (step) => {
+    step(`the todo ${todoId} of event ${eventId}`);
+    let created: Position | undefined;
+    try {
+      const result = await handleCommand(
+        deps,
+        todoStream(todoId),
+        todoDecider,
+        {
+          type: 'CreateTodo',
+          todoId,
+          endpoint,
+          queue,
+          kind: input.kind,
+          title: input.title,
+          payload: input.payload,
+          key: input.key,
+          source: 'operator',
+          eventId,
+          human: input.human,
+        },
+        { newStream: true, retries: 0 },
+      );
+      created = result.position;
+    } catch (err) {
+      await releaseKey();
+      throw err;
+    }
+    // The todo exists from here on: its key stays held, whatever becomes of the doorbell.
+    step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
+    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
+    return created;
+  });
+  return {
+    id: todoId,
+    endpointId: endpoint.id,
+    slug: endpoint.slug,
+    queue,
+    state: 'pending',
+    created: true,
+    eventId,
+    position: followed.done ? followed.value : undefined,
+  };
 }
 
 /** Racing pushes with one key each decide again after losing; every round lets one of them win. */

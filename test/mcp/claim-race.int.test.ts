@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
@@ -44,10 +45,11 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
       },
     );
     const recorder = createDeliveryRecorder({ store, clock });
+    const followUps = createFollowUps({ logger: runtime.logger });
     const ids: string[] = [];
     for (let i = 0; i < 60; i++) {
       const pushed = await pushTodo(
-        { store, clock, recorder },
+        { store, clock, recorder, followUps },
         {
           ref: ep.slug,
           operator: 'alice',

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ALL_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
 import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { startServer as startTestServer, type TestServer } from '../auth/server.ts';
@@ -74,9 +75,14 @@ export async function push(
   todo: { readonly title: string; readonly payload?: unknown; readonly kind?: string; readonly key?: string },
   operator = 'alice',
 ) {
-  const { store, clock } = server.runtime;
+  const { store, clock, logger } = server.runtime;
   return pushTodo(
-    { store, clock, recorder: createDeliveryRecorder({ store, clock }) },
+    {
+      store,
+      clock,
+      recorder: createDeliveryRecorder({ store, clock }),
+      followUps: createFollowUps({ logger }),
+    },
     {
       ref: endpoint.slug,
       operator,
