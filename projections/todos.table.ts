@@ -62,7 +62,7 @@ export async function createTodoTables(db: Pick<Kysely<unknown>, 'schema'>): Pro
     .on('todos')
     .columns(['endpoint_id', 'queue', 'state', 'created_at'])
     .execute();
-  // The lease-expiry job's look-up (src/mcp/lease-expiry.ts).
+  // The lease-expiry job's look-up (src/todos/lease-expiry.ts).
   await db.schema
     .createIndex('todos_lease_idx')
     .ifNotExists()

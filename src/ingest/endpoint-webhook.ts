@@ -38,7 +38,7 @@ export interface EndpointWebhookDeps {
   readonly followUps: FollowUps;
   /** Opens a sealed signing secret (the MCP secret box). */
   readonly openSecret: (sealed: string, webhookId: string) => string;
-  /** RULES (issue 7): rules and routes decide the queue (src/routing); absent: the webhook's queue. */
+  /** RULES (issue 7): rules and routes decide the queue (src/rules); absent: the webhook's queue. */
   readonly router?: WebhookRouter;
 }
 
