@@ -1,13 +1,16 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
-import { TestBrowser } from '../auth/browser.ts';
 import { startServer, type TestServer } from '../auth/server.ts';
+import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
 import { finished, hookline, start, waitForOutput } from './cli.ts';
 
+const hasChromium = chromiumAvailable();
 let server: TestServer;
+let browser: Browser | undefined;
 let home: string;
 let env: Record<string, string>;
 const credentialsFile = () => path.join(home, 'config', 'hookline', 'credentials.json');
@@ -20,29 +23,28 @@ const readCredentials = async () =>
   };
 
 beforeAll(async () => {
-  server = await startServer();
+  [server, browser] = await Promise.all([startServer(), hasChromium ? launchChromium() : undefined]);
   home = await mkdtemp(path.join(tmpdir(), 'hookline-cli-'));
   env = { HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), HOOKLINE_URL: server.url };
 });
 afterAll(async () => {
+  await browser?.close();
   await server?.close();
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-/** `hookline login --no-open`, with the test as the person at the browser clicking Allow. */
+/** `hookline login --no-open`, and Allow pressed in Chromium on the page it prints. */
 async function login(): Promise<void> {
   const child = start(['login', '--no-open'], env);
   const done = finished(child);
   const [url] = await waitForOutput(child, 'stderr', /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/);
-  const callback = await new TestBrowser().approve(url);
-  const landing = await fetch(callback);
-  expect(landing.status).toBe(200);
+  expect((await decideInChromium(browser!, url, 'Allow')).title).toBe('Signed in');
   const run = await done;
   expect(run.code, run.stderr).toBe(0);
   expect(run.stdout).toContain(`Signed in to ${server.url} as admin.`);
 }
 
-describe('the hookline command-line client', () => {
+describe.runIf(hasChromium)('the hookline command-line client', () => {
   it('tells the user to sign in before anything else', async () => {
     const run = await hookline(['agents', 'list'], env);
     expect(run.code).toBe(3);
