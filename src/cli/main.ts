@@ -12,7 +12,8 @@ import { registerTodos } from './commands/todos.ts';
 import { registerVersion } from './commands/version.ts';
 import { registerWhoami } from './commands/whoami.ts';
 import { packageVersion } from './package.ts';
-import { CliExit } from './support.ts';
+import { describeStartupError } from './startup-errors.ts';
+import { CliExit, configIfValid, warnUnknownVariables } from './support.ts';
 
 /** The `hookline` program: global options here, each command group in src/cli/commands/<group>.ts. */
 export function buildProgram(): Command {
@@ -53,6 +54,7 @@ export function buildProgram(): Command {
 /** Runs the program; failures print one message and set the exit code (no stack for expected ones). */
 export async function main(argv: readonly string[]): Promise<void> {
   const program = buildProgram();
+  warnUnknownVariables();
   try {
     await program.parseAsync([...argv]);
   } catch (err) {
@@ -64,6 +66,12 @@ export async function main(argv: readonly string[]): Promise<void> {
     if (err instanceof CliExit) {
       process.stderr.write(`${err.message}\n`);
       process.exitCode = err.exitCode;
+      return;
+    }
+    const sentence = describeStartupError(err, configIfValid());
+    if (sentence) {
+      process.stderr.write(`${sentence}\n`);
+      process.exitCode = 1;
       return;
     }
     process.stderr.write(`hookline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -2,6 +2,7 @@ import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CliExit } from '../support.ts';
 
 /** What the CLI keeps per server after `hookline login`: the rotating token pair and where to refresh it. */
 export interface StoredCredentials {
@@ -34,16 +35,45 @@ export function configDir(env: NodeJS.ProcessEnv = process.env): string {
 export const credentialsPath = (env: NodeJS.ProcessEnv = process.env): string =>
   path.join(configDir(env), 'credentials.json');
 
+/** A credentials file that cannot be used: one sentence with the way out, never a stack. */
+function unusable(file: string, why: string): CliExit {
+  return new CliExit(
+    `hookline: the credentials file ${file} ${why}. Delete it (rm ${JSON.stringify(file)}) and run \`hookline login\` again; only the stored sign-ins are lost.`,
+  );
+}
+
 async function readAll(file: string): Promise<CredentialsFile> {
+  let text: string;
   try {
-    const parsed = JSON.parse(await readFile(file, 'utf8')) as CredentialsFile;
-    if (parsed && parsed.version === 1 && typeof parsed.servers === 'object') return parsed;
+    text = await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new Error(`cannot read ${file}: ${(err as Error).message}; delete it and run \`hookline login\``);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { version: 1, servers: {} };
+    if (code === 'EACCES') {
+      throw new CliExit(
+        `hookline: cannot read the credentials file ${file}: permission denied; run as the user who signed in, or fix its owner (it must be readable by you only, mode 0600).`,
+      );
     }
+    throw unusable(file, `cannot be read (${(err as Error).message})`);
   }
-  return { version: 1, servers: {} };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw unusable(file, `is not valid JSON (${(err as Error).message})`);
+  }
+  const candidate = parsed as Partial<CredentialsFile> | null;
+  const servers = candidate?.servers;
+  const wellFormed =
+    candidate?.version === 1 &&
+    typeof servers === 'object' &&
+    servers !== null &&
+    !Array.isArray(servers) &&
+    Object.values(servers).every(
+      (c) => typeof c === 'object' && c !== null && typeof (c as StoredCredentials).access_token === 'string',
+    );
+  if (!wellFormed) throw unusable(file, 'is not a hookline credentials file (version 1 with its servers)');
+  return candidate as CredentialsFile;
 }
 
 /** Written to a temporary file (mode 0600 from its creation) and renamed over: never half a file. */
