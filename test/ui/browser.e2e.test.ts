@@ -124,6 +124,9 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
       expect(await p.getAttribute('.live-pill', 'data-connection')).toBe('idle');
       expect(await p.textContent('[data-provider="codehost"] [data-field="recent_count"]')).toBe('1');
       expect(await p.textContent('[data-total-recent]')).toBe('1');
+      // A `status` does not make a provider without its secret look ready (issue 15).
+      expect(await p.textContent('[data-provider="payments"] [data-field="enabled"]')).toBe('Not configured');
+      expect(await p.textContent('[data-provider="codehost"] [data-field="enabled"]')).toBe('Enabled');
       expect(await p.evaluate(() => (window as unknown as { __samePage?: boolean }).__samePage)).toBe(true);
       await shot('dashboard-idle-after-status', p);
     } finally {

@@ -119,6 +119,38 @@ describe('dashboard', () => {
     // Seeded in March 2026 by their received_at: older than 24 hours for the count, shown as last event.
     const codehost = /data-provider="codehost"[\s\S]*?<\/article>/.exec(html)![0];
     expect(codehost).toContain('datetime="2026-03-01T10:00:04.000Z"');
+    expect(codehost).toContain('data-configured="true"');
+    expect(codehost).toContain('data-field="enabled">Enabled<');
+  });
+
+  it('shows a signed provider without its secret as not configured, naming the variable (issue 15)', async () => {
+    const html = (await inject('/')).body;
+    for (const [name, variable] of [
+      ['payments', 'HOOKLINE_PAYMENTS_SECRET'],
+      ['chat', 'HOOKLINE_CHAT_SECRET'],
+    ]) {
+      const card = new RegExp(`data-provider="${name}"[\\s\\S]*?</article>`).exec(html)![0];
+      expect(card).toContain('data-configured="false"');
+      expect(card).toContain('data-field="enabled">Not configured<');
+      expect(card).toContain(`Set <code>${variable}</code> to receive deliveries.`);
+      expect(card).not.toContain('Enabled');
+    }
+    const providers = (await inject('/providers')).body;
+    const row = /data-provider-row="payments"[\s\S]*?<\/tr>/.exec(providers)![0];
+    expect(row).toContain('data-configured="false"');
+    expect(row).toContain(
+      '<strong>Not configured</strong>: deliveries get 404 until <code>HOOKLINE_PAYMENTS_SECRET</code> is set',
+    );
+    const json = (await inject('/providers', { accept: 'application/json' })).json() as {
+      name: string;
+      configured: boolean;
+      configure_with: string | null;
+    }[];
+    expect(json.find((p) => p.name === 'chat')).toMatchObject({
+      configured: false,
+      configure_with: 'HOOKLINE_CHAT_SECRET',
+    });
+    expect(json.find((p) => p.name === 'codehost')).toMatchObject({ configured: true });
   });
 });
 

@@ -9,6 +9,8 @@ interface ProviderView {
   trust_mode: string;
   enabled: boolean;
   secret_status?: string;
+  configured?: boolean;
+  configure_with?: string | null;
   path?: string | null;
   channel?: string | null;
   ingest_url?: string | null;
@@ -33,7 +35,12 @@ export function registerProviders(program: Command): void {
       if (wantsJson(cmd)) return printJson(rows);
       if (rows.length === 0) return say('No providers configured.');
       printTable(
-        rows.map((r) => ({ ...r, enabled: r.enabled ? 'yes' : 'no', where: r.path ?? r.channel })),
+        rows.map((r) => ({
+          ...r,
+          enabled:
+            r.configured === false ? `not configured: set ${r.configure_with}` : r.enabled ? 'yes' : 'no',
+          where: r.path ?? r.channel,
+        })),
         ['name', 'family', 'trust_mode', 'enabled', 'secret_status', 'where'],
       );
     });
