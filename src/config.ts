@@ -64,6 +64,11 @@ export const envSchema = z
         error: 'expected one of fatal, error, warn, info, debug, trace, silent',
       })
       .default('info'),
+    HOOKLINE_LOG_FORMAT: z
+      .enum(['pretty', 'json'], {
+        error: 'expected pretty (lines for a person) or json (one JSON object a line)',
+      })
+      .optional(),
     HOOKLINE_CODEHOST_SECRET: secretList,
     HOOKLINE_PAYMENTS_SECRET: secretList,
     HOOKLINE_CHAT_SECRET: secretList,
@@ -130,6 +135,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly eventStoreUrl: string | undefined;
   readonly logLevel: Env['HOOKLINE_LOG_LEVEL'];
+  /** Unset: pretty when standard output is a terminal, JSON otherwise. */
+  readonly logFormat: Env['HOOKLINE_LOG_FORMAT'];
   readonly secrets: Readonly<{
     codehost: readonly string[];
     payments: readonly string[];
@@ -195,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     databaseUrl: e.DATABASE_URL,
     eventStoreUrl: e.HOOKLINE_EVENTSTORE_URL,
     logLevel: e.HOOKLINE_LOG_LEVEL,
+    logFormat: e.HOOKLINE_LOG_FORMAT,
     secrets: {
       codehost: e.HOOKLINE_CODEHOST_SECRET,
       payments: e.HOOKLINE_PAYMENTS_SECRET,
