@@ -17,10 +17,13 @@ export const globalOptions = (cmd: Command): GlobalOptions => cmd.optsWithGlobal
 /** A failure the CLI reports in one message and an exit code, without a stack trace. */
 export class CliExit extends Error {
   readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
+  /** A stable word for scripts (`--json` errors): not_signed_in, unreachable, a problem's code, … */
+  readonly code: string;
+  constructor(message: string, exitCode = 1, code = exitCode === 2 ? 'invalid_configuration' : 'failed') {
     super(message);
     this.name = 'CliExit';
     this.exitCode = exitCode;
+    this.code = code;
   }
 }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import type { ProviderState } from '../domain/provider/index.ts';
-import { GENERIC_NAME_PATTERN, genericProviderName } from '../domain/provider/names.ts';
+import { GENERIC_NAME_PATTERN, genericProviderName, NAME_RULE } from '../domain/provider/names.ts';
 import { HooklineError } from '../errors.ts';
 import type { Ingestion } from '../ingest/index.ts';
 import { isTrustedPeer, parseTrustedProxies } from '../ingest/source-ip.ts';
@@ -107,7 +107,7 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
         scope.post('/providers', async (request, reply) => {
           const name = field(request, 'name')?.trim() ?? '';
           if (!GENERIC_NAME_PATTERN.test(name)) {
-            throw new HooklineError('invalid_body', 'name must match ^[a-z0-9][a-z0-9_-]{0,63}$', {
+            throw new HooklineError('invalid_body', `the name must be ${NAME_RULE}`, {
               field: 'name',
             });
           }

@@ -217,6 +217,51 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(missing.stderr).toMatch(/HTTP 404/);
   });
 
+  it('shares one sign-in between localhost and 127.0.0.1, and tells an unreachable server from a missing sign-in', async () => {
+    const port = new URL(server.url).port;
+    const alias = `http://localhost:${port}`;
+    const who = await hookline(['whoami', '--url', alias], env);
+    expect(who.code, who.stderr).toBe(0);
+    expect(who.stdout.trim()).toBe(`admin at ${alias}`);
+    expect(Object.keys((await readCredentials()).servers)).toEqual([server.url]);
+
+    const nowhere = await hookline(['whoami', '--url', 'http://127.0.0.1:9'], env);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toMatch(/cannot reach the server at http:\/\/127\.0\.0\.1:9/);
+    expect(nowhere.stderr).not.toContain('not signed in');
+  });
+
+  it('words the small failures for a person, and for a script under --json', async () => {
+    const bare = await hookline(['providers', 'enable', 'ci'], env);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain('try `hookline providers enable generic:ci`');
+    expect(bare.stderr).not.toContain('endpoints list');
+
+    const badName = await hookline(['providers', 'add-generic', 'Bad Name'], env);
+    expect(badName.code).toBe(1);
+    expect(badName.stderr).toContain(
+      "the name must be 1 to 64 characters, lowercase letters, digits, '-' or '_'",
+    );
+    expect(badName.stderr).not.toContain('^[a-z0-9]');
+
+    const help = await hookline(['login', '--help'], env);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('(default: any free port)');
+    expect(help.stdout).not.toContain('(default: 0)');
+
+    const errorOf = (run: { stderr: string }) =>
+      (JSON.parse(run.stderr.trim()) as { error: { code: string; message: string; exit_code: number } })
+        .error;
+    const unreachable = await hookline(['whoami', '--json', '--url', 'http://127.0.0.1:9'], env);
+    expect(unreachable.code).toBe(1);
+    expect(errorOf(unreachable)).toMatchObject({ code: 'unreachable', exit_code: 1 });
+    const missing = await hookline(['todos', 'push', 'no-such-endpoint-aaaaaa', 'hi', '--json'], env);
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found', exit_code: 1 });
+    expect(errorOf(missing).message).toMatch(/HTTP 404/);
+    const usage = await hookline(['endpoints', 'vend', '--json'], env);
+    expect(usage.code).toBe(1);
+    expect(errorOf(usage)).toMatchObject({ code: 'usage', exit_code: 1 });
+  });
+
   it('has --help on every command', async () => {
     const commands = [
       ['login'],

@@ -192,6 +192,38 @@ describe('log', () => {
     expect(second).toContain('data-live="false"');
   });
 
+  it('answers a browser with a page in the layout, and programs and htmx with the problem document', async () => {
+    const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    for (const [url, status, code] of [
+      ['/nope', 404, 'not_found'],
+      ['/log/999999', 404, 'not_found'],
+      ['/log?limit=0', 400, 'invalid_filter'],
+    ] as const) {
+      const page = await inject(url, browser);
+      expect(page.statusCode, url).toBe(status);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(page.body).toContain(`data-problem="${code}"`);
+      expect(page.body).toContain('<nav class="nav" aria-label="Main">');
+      const programs: Record<string, string>[] = [
+        {},
+        { accept: 'application/json' },
+        { ...browser, 'hx-request': 'true' },
+      ];
+      for (const headers of programs) {
+        const res = await inject(url, headers);
+        expect(res.statusCode).toBe(status);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.json()).toMatchObject({ status, code });
+      }
+    }
+    // The API and the other program surfaces keep their problem documents even for a browser.
+    for (const url of ['/api/v1/nope', '/webhooks/nope', '/mcp/nope', '/static/nope.css']) {
+      const res = await inject(url, browser);
+      expect(res.headers['content-type'], url).toMatch(/^application\/(problem\+)?json/);
+    }
+  });
+
   it('answers 400 with a problem document naming the invalid filter', async () => {
     const cases: [string, string][] = [
       ['/log?provider=nope', 'provider'],

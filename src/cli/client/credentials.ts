@@ -90,6 +90,29 @@ async function writeAll(file: string, content: CredentialsFile): Promise<void> {
   await rename(tmp, file);
 }
 
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * The key of a server's sign-in: its URL, with any loopback name (localhost, 127.x.x.x, [::1])
+ * written 127.0.0.1, so `--url http://localhost:8080` and `http://127.0.0.1:8080` share one.
+ */
+export function credentialKey(server: string): string {
+  try {
+    const u = new URL(server);
+    if (LOOPBACK.test(u.hostname)) u.hostname = '127.0.0.1';
+    return u.toString().replace(/\/+$/, '');
+  } catch {
+    return server;
+  }
+}
+
+/** The stored entry of `server`, under its key or (files written before keys) any alias of it. */
+function entryOf(all: CredentialsFile, server: string): [string, StoredCredentials] | undefined {
+  const key = credentialKey(server);
+  if (all.servers[key]) return [key, all.servers[key]];
+  return Object.entries(all.servers).find(([k]) => credentialKey(k) === key);
+}
+
 /**
  * The credentials store. A refresh rotates the pair and the old refresh token must never be used
  * again (the server revokes the whole sign-in on reuse), so two CLI processes refreshing at once
@@ -102,16 +125,19 @@ export function createCredentialStore(env: NodeJS.ProcessEnv = process.env) {
   return {
     file,
     async get(server: string): Promise<StoredCredentials | undefined> {
-      return (await readAll(file)).servers[server];
+      return entryOf(await readAll(file), server)?.[1];
     },
     async put(server: string, credentials: StoredCredentials): Promise<void> {
       const all = await readAll(file);
-      await writeAll(file, { version: 1, servers: { ...all.servers, [server]: credentials } });
+      const key = credentialKey(server);
+      const rest = Object.fromEntries(Object.entries(all.servers).filter(([k]) => credentialKey(k) !== key));
+      await writeAll(file, { version: 1, servers: { ...rest, [key]: credentials } });
     },
     async remove(server: string): Promise<boolean> {
       const all = await readAll(file);
-      if (!(server in all.servers)) return false;
-      const { [server]: _gone, ...rest } = all.servers;
+      const key = credentialKey(server);
+      const rest = Object.fromEntries(Object.entries(all.servers).filter(([k]) => credentialKey(k) !== key));
+      if (Object.keys(rest).length === Object.keys(all.servers).length) return false;
       if (Object.keys(rest).length === 0) await rm(file, { force: true });
       else await writeAll(file, { version: 1, servers: rest });
       return true;

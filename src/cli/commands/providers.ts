@@ -17,6 +17,17 @@ interface ProviderView {
   token?: string;
 }
 
+/** After a 404 of enable/disable: a bare name is most likely a generic provider's. */
+function notFoundHint(verb: string, name: string): string {
+  if (
+    /^[a-z0-9][a-z0-9_-]{0,63}$/.test(name) &&
+    !['codehost', 'payments', 'chat', 'operator'].includes(name)
+  ) {
+    return `generic providers are named generic:<name>: try \`hookline providers ${verb} generic:${name}\` (\`hookline providers list\` shows every name)`;
+  }
+  return '`hookline providers list` shows every provider name';
+}
+
 /**
  * `hookline providers list|add-generic|enable|disable`: the provider screen's routes (spec 4.7,
  * 4.8), asked for JSON. Like the screens they have no in-app authentication (spec 5).
@@ -47,7 +58,10 @@ export function registerProviders(program: Command): void {
 
   withUrl(providers.command('add-generic'))
     .description('create a generic webhook provider (disabled until you enable it); its token is shown once')
-    .argument('<name>', 'name matching ^[a-z0-9][a-z0-9_-]{0,63}$')
+    .argument(
+      '<name>',
+      "1 to 64 lowercase letters, digits, '-' or '_' (such as ci); the provider is generic:<name>",
+    )
     .option('--open', 'accept deliveries without a token (trusted networks only)')
     .option('--json', 'machine-readable JSON output (includes the token)')
     .action(async (name: string, opts: { open?: boolean }, cmd: Command) => {
@@ -79,6 +93,7 @@ export function registerProviders(program: Command): void {
           {
             authenticated: false,
             form: { enabled: String(enabled) },
+            notFoundHint: notFoundHint(verb, name),
           },
         );
         if (wantsJson(cmd)) return printJson(out);

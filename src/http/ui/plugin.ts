@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { refuseCrossSite } from '../same-origin.ts';
 import { type Assets, registerAssetRoutes } from './assets.ts';
-import type { UiDeps } from './context.ts';
+import { layoutContext, type UiDeps } from './context.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
@@ -33,6 +33,11 @@ function registerFormParser(app: FastifyInstance): void {
 export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
   return fp(
     async (app: FastifyInstance) => {
+      // A browser that lands on a problem (an unknown URL, an unknown event) sees it in the layout.
+      app.problemPages.render = (problem) => ({
+        html: deps.views.render('pages/problem.njk', { ...layoutContext(deps, 'problem'), problem }),
+        headers: securityHeaders,
+      });
       await app.register(async (ui) => {
         ui.addHook('onSend', async (_request, reply) => {
           for (const [name, value] of Object.entries(securityHeaders)) reply.header(name, value);

@@ -5,6 +5,7 @@ import { createIdentityResolver } from '../../auth/identity.ts';
 import { QUARANTINE, queueNameSchema } from '../../domain/endpoint/queue.ts';
 import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../routing/quarantine.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
 const TodoParam = z.string().regex(/^td_[a-z2-7]{20}$/);
@@ -98,7 +99,7 @@ export function registerQuarantinePage(app: FastifyInstance, deps: UiDeps): void
     const body = (request.body ?? {}) as Record<string, unknown>;
     const queue = queueNameSchema.safeParse(body.queue);
     if (!queue.success) {
-      throw new HooklineError('invalid_body', z.prettifyError(queue.error), { field: 'queue' });
+      throw new HooklineError('invalid_body', summarizeZod(queue.error), { field: 'queue' });
     }
     const operator = operatorOf(request);
     const { position } = await releaseHeld(

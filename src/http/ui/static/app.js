@@ -229,6 +229,9 @@
       }
       const empty = view.querySelector('[data-log-empty]');
       if (empty) empty.hidden = true;
+      // The footer counts the rows the page shows, live ones included.
+      const shown = view.querySelector('[data-shown-count]');
+      if (shown) shown.textContent = formatCount(body.children.length);
     }
   }
 
