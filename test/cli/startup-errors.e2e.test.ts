@@ -140,17 +140,24 @@ describe('hookline serve says why it cannot start', () => {
 
 describe('configuration the CLI cannot use', () => {
   it('warns of an unknown HOOKLINE_* variable, naming the closest known one', async () => {
-    const run = await hookline(['whoami'], env({ HOOKLINE_PROT: '9090', HOOKLINE_SOMETHING_ELSE: '1' }));
+    const run = await hookline(
+      ['whoami', '--url', 'http://127.0.0.1:9'],
+      env({ HOOKLINE_PROT: '9090', HOOKLINE_SOMETHING_ELSE: '1' }),
+    );
     expect(run.stderr).toContain(
       'hookline: warning: HOOKLINE_PROT is not a variable hookline reads, and is ignored; did you mean HOOKLINE_PORT?',
     );
     expect(run.stderr).toContain(
       'hookline: warning: HOOKLINE_SOMETHING_ELSE is not a variable hookline reads, and is ignored (README, "Configuration", lists them)',
     );
-    // A warning, not a failure: the command went on (and says it is not signed in).
-    expect(run.code).toBe(3);
+    // A warning, not a failure: the command went on (to find no server there).
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('cannot reach the server at http://127.0.0.1:9');
     // Variables of releases before 0.3.0 are ignored silently (spec 9).
-    const legacy = await hookline(['whoami'], env({ HOOKLINE_LEGACY_RECEIVER_ENDPOINT_ID: 'x' }));
+    const legacy = await hookline(
+      ['whoami', '--url', 'http://127.0.0.1:9'],
+      env({ HOOKLINE_LEGACY_RECEIVER_ENDPOINT_ID: 'x' }),
+    );
     expect(legacy.stderr).not.toContain('warning');
   });
 
