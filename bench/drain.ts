@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.ts';
 import { vendEndpoint } from '../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
 import { pushTodo } from '../src/domain/todo/push.ts';
+import { createFollowUps } from '../src/follow-up.ts';
 import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { createScratchDatabase } from './scratch-database.ts';
@@ -91,6 +92,7 @@ async function main() {
   await app.listen({ host: '127.0.0.1', port });
   const { store, clock } = runtime;
   const recorder = createDeliveryRecorder({ store, clock });
+  const followUps = createFollowUps({ logger: runtime.logger });
   const agents: Awaited<ReturnType<typeof connect>>[] = [];
   try {
     const ep = await vendEndpoint(
@@ -108,7 +110,7 @@ async function main() {
     const url = `${config.baseUrl}/mcp/${ep.slug}`;
     const push = (i: number) =>
       pushTodo(
-        { store, clock, recorder },
+        { store, clock, recorder, followUps },
         {
           ref: ep.slug,
           operator: 'bench',

@@ -242,7 +242,18 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
       let pending = targets;
       for (;;) {
         const wake = tick.promise;
-        const done = await Promise.all(pending.map((p) => reached(p, position)));
+        // A checkpoint read counts against the bound too: a database slow to answer must not
+        // hold the caller past it (a late answer is dropped).
+        const reads = Promise.all(pending.map((p) => reached(p, position)));
+        reads.catch(() => {});
+        const timer = new AbortController();
+        const done = await Promise.race([
+          reads,
+          sleep(Math.max(0, deadline - Date.now()), undefined, { signal: timer.signal }).then(
+            () => pending.map(() => false),
+            () => pending.map(() => false),
+          ),
+        ]).finally(() => timer.abort());
         pending = pending.filter((_, i) => !done[i]);
         if (pending.length === 0) return;
         const left = deadline - Date.now();

@@ -24,6 +24,7 @@ import { isWebhookEventType, type WebhookEvent } from '../domain/webhook/events.
 import { HooklineError } from '../errors.ts';
 import { jsonEvent, parseMetadata } from '../eventstore/codec.ts';
 import { type EventStore, isWrongExpectedVersion, type RecordedEvent } from '../eventstore/port.ts';
+import type { FollowUps, Step } from '../follow-up.ts';
 import type { RoutingPlan, WebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
 import { checkBody, type ParsedBody } from './body.ts';
 import { checkStandardWebhook, loadWebhookSigning, type WebhookSigning } from './endpoint-webhook-signing.ts';
@@ -38,6 +39,8 @@ export interface EndpointWebhookDeps {
   readonly config: Config;
   readonly db: Kysely<Database>;
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  /** What follows a durable delivery (todo, doorbell, disposition), awaited up to a bound. */
+  readonly followUps: FollowUps;
   /** Opens a sealed signing secret (the MCP secret box). */
   readonly openSecret: (sealed: string, webhookId: string) => string;
   /** RULES (issue 7): rules and routes decide the queue (src/routing); absent: the webhook's queue. */
@@ -65,7 +68,8 @@ const CONTROL = /[\u0000-\u001f\u007f]+/g;
  * `POST /webhooks/w/<token>` (release 0.3.0): the unguessable token is the credential (trust mode
  * `token`, found by its hash); a webhook with a signing secret also checks a Standard Webhooks
  * signature. An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`), then a todo
- * on the webhook's target queue of its owning endpoint, then the doorbell.
+ * on the webhook's target queue of its owning endpoint, then the doorbell. The answer waits for
+ * what follows the durable delivery only up to the follow-ups' bound (src/follow-up.ts).
  */
 export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
   const { store, clock, config } = deps;
@@ -96,7 +100,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
   async function receive(
     target: WebhookTarget,
     request: EndpointWebhookRequest,
-  ): Promise<{ readonly ack: IngestAck; readonly todoId: string | null; readonly duplicate: boolean }> {
+  ): Promise<{ readonly ack: IngestAck; readonly duplicate: boolean }> {
     const { webhook, endpoint, signing } = target;
     let verified = false;
     let detail = 'token ok';
@@ -160,27 +164,29 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
         webhook_id: webhook.id,
       },
     });
-    // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless
-    // the first attempt was cut off between its delivery and its todo (the sender got no 2xx and
-    // retried): then this copy finishes it, with the original's todo id.
-    if (recorded.duplicate) {
-      const finished = await finishInterrupted(target, recorded.ack.id, plan);
-      return { ack: recorded.ack, todoId: finished, duplicate: true };
-    }
-    // RULES (issue 7): dropped by a rule: recorded with its disposition, no todo.
-    if (queue === null) {
-      if (plan) await deps.router?.recordDisposition(plan, { eventId: recorded.ack.id, todoId: null });
-      return { ack: recorded.ack, todoId: null, duplicate: false };
-    }
-    await intake(target, {
-      todoId,
-      queue,
-      eventId: recorded.ack.id,
-      eventType: identity.event_type,
-      body: checked.body,
-      plan,
+    const eventId = recorded.ack.id;
+    const fields = { webhook: webhook.id, endpoint: endpoint.id, event_id: eventId };
+    await deps.followUps.run(fields, async (step) => {
+      // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless
+      // the first attempt was cut off between its delivery and its todo (the sender got no 2xx and
+      // retried): then this copy finishes it, with the original's todo id.
+      if (recorded.duplicate) {
+        await finishInterrupted(target, eventId, plan, step);
+        return;
+      }
+      // RULES (issue 7): dropped by a rule: recorded with its disposition, no todo.
+      if (queue === null) {
+        step(`the disposition of event ${eventId} (dropped)`);
+        if (plan) await deps.router?.recordDisposition(plan, { eventId, todoId: null });
+        return;
+      }
+      await intake(
+        target,
+        { todoId, queue, eventId, eventType: identity.event_type, body: checked.body, plan },
+        step,
+      );
     });
-    return { ack: recorded.ack, todoId, duplicate: false };
+    return { ack: recorded.ack, duplicate: recorded.duplicate };
   }
 
   /**
@@ -197,6 +203,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       readonly body: ParsedBody;
       readonly plan: RoutingPlan | null;
     },
+    step: Step,
   ): Promise<boolean> {
     const { webhook, endpoint } = target;
     const provider = `webhook:${webhook.id}`;
@@ -219,6 +226,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       initialTodoState,
       clock.now(),
     );
+    step(`the todo ${d.todoId} of event ${d.eventId}`);
     try {
       await store.append(
         todoStream(d.todoId),
@@ -231,11 +239,13 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     }
     // RULES (issue 7): a delivery held in quarantine rings no doorbell (spec 3).
     if (d.queue !== QUARANTINE) {
+      step(`the doorbell of endpoint ${endpoint.id} (queue ${d.queue}, todo ${d.todoId})`);
       await ringDoorbell(
         { store, clock },
         { endpointId: endpoint.id, queue: d.queue, todoId: d.todoId, eventId: d.eventId },
       );
     }
+    if (d.plan?.disposition) step(`the disposition of event ${d.eventId} (todo ${d.todoId})`);
     if (d.plan) await deps.router?.recordDisposition(d.plan, { eventId: d.eventId, todoId: d.todoId }); // RULES (issue 7)
     return true;
   }
@@ -249,7 +259,9 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     target: WebhookTarget,
     eventId: number,
     plan: RoutingPlan | null,
+    step: Step,
   ): Promise<string | null> {
+    step(`the original delivery of event ${eventId} and its todo`);
     let original: RecordedEvent | undefined;
     for await (const e of store.readStream(DELIVERIES_STREAM, {
       fromRevision: BigInt(eventId - 1),
@@ -264,15 +276,19 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     if ((await store.streamInfo(todoStream(route.todo_id))).revision >= 0n) return null;
     const checked = checkBody(metadata?.content_type ?? undefined, original.data);
     if (!checked.ok) return null;
-    const created = await intake(target, {
-      todoId: route.todo_id,
-      queue: route.queue,
-      eventId,
-      eventType: metadata?.event_type ?? null,
-      body: checked.body,
-      // The disposition only when this copy's rules decide as the original's did.
-      plan: plan && plan.queue === route.queue ? plan : null,
-    });
+    const created = await intake(
+      target,
+      {
+        todoId: route.todo_id,
+        queue: route.queue,
+        eventId,
+        eventType: metadata?.event_type ?? null,
+        body: checked.body,
+        // The disposition only when this copy's rules decide as the original's did.
+        plan: plan && plan.queue === route.queue ? plan : null,
+      },
+      step,
+    );
     return created ? route.todo_id : null;
   }
 

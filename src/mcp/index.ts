@@ -1,6 +1,7 @@
 import type { Observable } from 'rxjs';
 import { createDrain } from '../domain/todo/drain.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
+import { createFollowUps } from '../follow-up.ts';
 import { createEndpointWebhookRoutes } from '../http/endpoint-webhooks.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
 import { createEndpointWebhookReceiver } from '../ingest/endpoint-webhook.ts';
@@ -21,6 +22,8 @@ export interface McpOptions {
   readonly expiryIntervalMs?: number;
   /** Failed attempts after which a retryable failure is final (default 3). */
   readonly maxAttempts?: number;
+  /** How long a webhook's answer waits for what follows its durable delivery (default 2 s). */
+  readonly followUpBoundMs?: number;
 }
 
 /**
@@ -47,6 +50,10 @@ export function createMcp(
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   const services: McpServices = { runtime, drain, secretBox };
   const sessions = createSessionRegistry();
+  const followUps = createFollowUps({
+    logger,
+    ...(options.followUpBoundMs ? { boundMs: options.followUpBoundMs } : {}),
+  });
 
   const doorbell = startDoorbell({ doorbells$: live.doorbells$, sessions, logger });
   const expiry = startLeaseExpiry({
@@ -60,6 +67,7 @@ export function createMcp(
     doorbell.unsubscribe();
     await expiry.stop();
     await sessions.closeAll();
+    await followUps.idle(); // before the store closes: a late todo or doorbell still gets written
   });
 
   const routes = createMcpRoutes({
@@ -79,6 +87,7 @@ export function createMcp(
       config,
       db,
       recorder,
+      followUps,
       openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
       router: createWebhookRouter({ store, clock, engine: runtime.rules }), // RULES (issue 7)
     }),

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.ts';
 import { packageVersion } from '../../src/cli/package.ts';
 import type { Clock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { Logger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { TestBrowser } from './browser.ts';
 
@@ -33,6 +34,8 @@ export async function startServer(
     readonly databaseUrl?: string;
     readonly clock?: Clock;
     readonly env?: Record<string, string>;
+    /** The runtime's logger (default: built from the config, silent). */
+    readonly logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
@@ -49,6 +52,7 @@ export async function startServer(
   const runtime = await createRuntime(config, {
     inMemory: true,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const app = await buildApp(runtime, { requestLogging: false });
   await app.listen({ host: '127.0.0.1', port });

@@ -4,6 +4,7 @@ import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { createDrain } from '../../src/domain/todo/drain.ts';
 import { pushTodo } from '../../src/domain/todo/push.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { readStream } from '../api/client.ts';
@@ -44,10 +45,11 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
       },
     );
     const recorder = createDeliveryRecorder({ store, clock });
+    const followUps = createFollowUps({ logger: runtime.logger });
     const ids: string[] = [];
     for (let i = 0; i < 60; i++) {
       const pushed = await pushTodo(
-        { store, clock, recorder },
+        { store, clock, recorder, followUps },
         {
           ref: ep.slug,
           operator: 'alice',

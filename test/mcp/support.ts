@@ -5,6 +5,7 @@ import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelco
 import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
 import { pushTodo } from '../../src/domain/todo/push.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { startServer as startTestServer, type TestServer } from '../auth/server.ts';
 
@@ -74,9 +75,14 @@ export async function push(
   todo: { readonly title: string; readonly payload?: unknown; readonly kind?: string; readonly key?: string },
   operator = 'alice',
 ) {
-  const { store, clock } = server.runtime;
+  const { store, clock, logger } = server.runtime;
   return pushTodo(
-    { store, clock, recorder: createDeliveryRecorder({ store, clock }) },
+    {
+      store,
+      clock,
+      recorder: createDeliveryRecorder({ store, clock }),
+      followUps: createFollowUps({ logger }),
+    },
     {
       ref: endpoint.slug,
       operator,

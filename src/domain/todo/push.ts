@@ -2,7 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../clock.ts';
 import { HooklineError } from '../../errors.ts';
 import { jsonEvent } from '../../eventstore/codec.ts';
-import { type EventStore, isWrongExpectedVersion, type Position } from '../../eventstore/port.ts';
+import {
+  type AppendResult,
+  type EventStore,
+  isWrongExpectedVersion,
+  type Position,
+} from '../../eventstore/port.ts';
+import type { FollowUps } from '../../follow-up.ts';
 import type { DeliveryRecorder } from '../../ingest/recorder.ts';
 import { expectedFrom, loadAggregate } from '../endpoint/aggregate.ts';
 import { ringDoorbell } from '../endpoint/doorbell.ts';
@@ -25,6 +31,8 @@ export interface PushDeps {
   readonly clock: Clock;
   /** The ingestion module's recorder: every path appends its `DeliveryReceived` through it. */
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  /** The todo and the doorbell follow the durable hand-off delivery, awaited up to a bound. */
+  readonly followUps: FollowUps;
   /** A key reserved this long without its todo is taken for a dead writer's (default 30 s). */
   readonly keyStaleMs?: number;
   /** How long a push waits for a racing push with the same key to finish writing (default 10 s). */
@@ -53,7 +61,10 @@ export interface Pushed {
   readonly state: string;
   readonly created: boolean;
   readonly eventId: number;
-  /** Position of the todo's creation (undefined when an existing todo is returned). */
+  /**
+   * Position of the todo's creation: undefined when an existing todo is returned, or when its
+   * creation outlasted the follow-up bound (it is then still being written).
+   */
   readonly position: Position | undefined;
 }
 
@@ -73,7 +84,8 @@ const loadKey = (store: EventStore, stream: string) =>
  * POST /api/v1/endpoints/{ref}/todos (spec 4.13, 3). A push with a key first reserves the key
  * (appended at the revision read, so of racing pushes exactly one wins), then records the
  * hand-off delivery, creates the todo and rings the doorbell. A push that loses the race waits
- * for the winner's todo and answers it with created=false: nothing minted, nothing rung.
+ * for the winner's todo and answers it with created=false: nothing minted, nothing rung. Once the
+ * delivery is durable, the todo and the doorbell are awaited only up to the follow-ups' bound.
  */
 export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed> {
   const { store, clock } = deps;
@@ -100,6 +112,10 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
     }
   }
 
+  // Frees the key for the next push rather than leave it to the stale takeover.
+  const releaseKey = () =>
+    keyStream ? releaseKeyStream(deps, keyStream, todoId).catch(() => {}) : Promise.resolve();
+  let eventId: number;
   try {
     const body = new TextEncoder().encode(
       JSON.stringify({ title: input.title, queue, kind: input.kind, payload: input.payload, key: input.key }),
@@ -119,7 +135,13 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
       received_at: clock.now(),
       route: { endpoint_id: endpoint.id, slug: endpoint.slug, queue, todo_id: todoId, kind: input.kind },
     });
-    const delivery = { id: recorded.ack.id };
+    eventId = recorded.ack.id;
+  } catch (err) {
+    await releaseKey();
+    throw err;
+  }
+  const fields = { endpoint: endpoint.id, event_id: eventId, todo: todoId };
+  const followed = await deps.followUps.run(fields, async (step) => {
     const events = decideCreateTodo(
       {
         todoId,
@@ -130,33 +152,39 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
         payload: input.payload,
         key: input.key,
         source: 'operator',
-        eventId: delivery.id,
+        eventId,
         human: input.human,
       },
       initialTodoState,
       clock.now(),
     );
-    const created = await store.append(
-      todoStream(todoId),
-      events.map((e) => jsonEvent(e.type, e.data)),
-      { expectedRevision: 'no_stream' },
-    );
-    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId: delivery.id });
-    return {
-      id: todoId,
-      endpointId: endpoint.id,
-      slug: endpoint.slug,
-      queue,
-      state: 'pending',
-      created: true,
-      eventId: delivery.id,
-      position: created.position,
-    };
-  } catch (err) {
-    // Free the key for the next push rather than leave it to the stale takeover.
-    if (keyStream) await releaseKeyStream(deps, keyStream, todoId).catch(() => {});
-    throw err;
-  }
+    step(`the todo ${todoId} of event ${eventId}`);
+    let created: AppendResult;
+    try {
+      created = await store.append(
+        todoStream(todoId),
+        events.map((e) => jsonEvent(e.type, e.data)),
+        { expectedRevision: 'no_stream' },
+      );
+    } catch (err) {
+      await releaseKey();
+      throw err;
+    }
+    // The todo exists from here on: its key stays held, whatever becomes of the doorbell.
+    step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
+    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
+    return created.position;
+  });
+  return {
+    id: todoId,
+    endpointId: endpoint.id,
+    slug: endpoint.slug,
+    queue,
+    state: 'pending',
+    created: true,
+    eventId,
+    position: followed.done ? followed.value : undefined,
+  };
 }
 
 /** Reserves the key for `todoId`, or answers the live todo that holds it. */

@@ -8,6 +8,7 @@ import { vendEndpoint } from '../../domain/endpoint/vend.ts';
 import { ALL_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
 import { pushTodo } from '../../domain/todo/push.ts';
 import { HooklineError } from '../../errors.ts';
+import { createFollowUps } from '../../follow-up.ts';
 import type { DeliveryRecorder } from '../../ingest/recorder.ts';
 import { sanitizeHeaders } from '../../ingest/sanitize.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -24,6 +25,8 @@ export interface ApiDeps {
   readonly checkReplayTarget?: (url: string) => Promise<void>;
   /** Bound of the read-your-writes wait after a write (default 5 s). */
   readonly waitMs?: number;
+  /** How long a push's answer waits for its todo and doorbell once its delivery is durable (default 2 s). */
+  readonly followUpBoundMs?: number;
 }
 
 const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
@@ -53,6 +56,12 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
   const { config, store, clock, db } = runtime;
   const checkReplayTarget = deps.checkReplayTarget ?? checkReplayTargetAtVend;
   const openapi = buildOpenApi(config.baseUrl, config.version);
+  const followUps = createFollowUps({
+    logger: runtime.logger,
+    ...(deps.followUpBoundMs ? { boundMs: deps.followUpBoundMs } : {}),
+  });
+  // A push answered before its todo was written: the todo is written before the store closes.
+  api.addHook('onClose', () => followUps.idle());
 
   // JSON only: anything else is an invalid body (spec 4.11/4.13 answer 400), not a 415.
   api.addContentTypeParser('*', (_request, _payload, done) =>
@@ -145,7 +154,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
       const ref = RefParam.parse(request.params.ref);
       const body = PushTodoIn.parse(request.body ?? undefined);
       const pushed = await pushTodo(
-        { store, clock, recorder: deps.recorder },
+        { store, clock, recorder: deps.recorder, followUps },
         {
           ref,
           operator: p.operator,
