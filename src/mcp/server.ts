@@ -34,6 +34,9 @@ export function endpointOf(authInfo: AuthInfo | undefined): EndpointFacts {
   return endpoint;
 }
 
+/** How long a read waits for the read models to pass the session's own writes. */
+const READ_YOUR_WRITES_MS = 2000;
+
 export interface SessionServerDeps {
   readonly services: McpServices;
   readonly tools: readonly McpTool[];
@@ -56,6 +59,26 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as { type: 'object' },
     annotations: { title: t.title, ...t.annotations },
   }));
+
+  /**
+   * Read your own write: a session's read after one of its writes (claim, then list_todos) waits,
+   * bounded, for the read models to pass the log's head as it stands at the read, so it sees the
+   * write. A late read model delays the read by at most the bound; it never fails it.
+   */
+  const catchUp = async (sessionId: string | undefined): Promise<void> => {
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    if (!session?.wrote) return;
+    session.wrote = false;
+    const { store, projections, logger } = services.runtime;
+    const head = await store.headPosition();
+    await projections
+      .waitFor(head, { timeoutMs: READ_YOUR_WRITES_MS })
+      .catch((err: unknown) => logger.warn({ err, position: head }, 'mcp: read models lag behind a write'));
+  };
+  const wrote = (sessionId: string | undefined): void => {
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    if (session) session.wrote = true;
+  };
 
   const server = new Server(
     { name: 'hookline', title: 'hookline', version: services.runtime.config.version },
@@ -85,13 +108,17 @@ export function createSessionServer(deps: SessionServerDeps): Server {
         `Invalid arguments for tool ${name}: ${z.prettifyError(parsed.error)}`,
       );
     }
+    const reads = tool.annotations.readOnlyHint === true;
     try {
+      if (reads) await catchUp(extra.sessionId);
       return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
     } catch (err) {
       if (isHooklineError(err) && err.status < 500) return failure(err.code, err.message);
       services.runtime.logger.error({ err, tool: name }, 'mcp: tool failed');
       const message = isHooklineError(err) ? err.message : 'internal error';
       throw new McpError(ErrorCode.InternalError, message);
+    } finally {
+      if (!reads) wrote(extra.sessionId);
     }
   });
 
@@ -119,6 +146,7 @@ export function createSessionServer(deps: SessionServerDeps): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
     const queue = scopedQueue(request.params.uri, endpoint);
+    await catchUp(extra.sessionId);
     const rows = await services.runtime.db
       .selectFrom('todos')
       .select(['state'])

@@ -1,6 +1,6 @@
 import { HooklineError } from '../../errors.ts';
 import type { EndpointEvent, EndpointSlugEvent } from './events.ts';
-import { QUARANTINE, QUEUE_PATTERN } from './queue.ts';
+import { QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from './queue.ts';
 import type { EndpointState } from './state.ts';
 import type { Verb } from './verbs.ts';
 
@@ -25,7 +25,7 @@ export function checkVendScope(
   now: Date,
 ): void {
   if (!QUEUE_PATTERN.test(scope.queue)) {
-    throw new HooklineError('bad_request', 'queue must match ^[a-z0-9][a-z0-9_-]{0,63}$', { field: 'queue' });
+    throw new HooklineError('bad_request', QUEUE_RULE, { field: 'queue' });
   }
   if (scope.queue === QUARANTINE) {
     throw new HooklineError(

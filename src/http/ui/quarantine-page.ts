@@ -5,7 +5,7 @@ import { createIdentityResolver } from '../../auth/identity.ts';
 import { QUARANTINE, queueNameSchema } from '../../domain/endpoint/queue.ts';
 import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../routing/quarantine.ts';
-import { assertSameOrigin } from '../providers-routes.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
 const TodoParam = z.string().regex(/^td_[a-z2-7]{20}$/);
@@ -94,13 +94,12 @@ export function registerQuarantinePage(app: FastifyInstance, deps: UiDeps): void
   });
 
   app.post<{ Params: { todo_id: string } }>('/quarantine/:todo_id/release', async (request, reply) => {
-    assertSameOrigin(request, deps.config);
     const todoId = TodoParam.safeParse(request.params.todo_id);
     if (!todoId.success) throw new HooklineError('not_found', 'no held delivery of yours has that todo id');
     const body = (request.body ?? {}) as Record<string, unknown>;
     const queue = queueNameSchema.safeParse(body.queue);
     if (!queue.success) {
-      throw new HooklineError('invalid_body', z.prettifyError(queue.error), { field: 'queue' });
+      throw new HooklineError('invalid_body', summarizeZod(queue.error), { field: 'queue' });
     }
     const operator = operatorOf(request);
     const { position } = await releaseHeld(

@@ -8,7 +8,6 @@ import {
   settingNames,
 } from '../../domain/settings/settings.ts';
 import { DEFAULT_RETENTION_INTERVAL_MS } from '../../retention/job.ts';
-import { assertSameOrigin } from '../providers-routes.ts';
 import { actorOf, layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
 /** A form value as a number: whole decimal numbers only; anything else is NaN and refused (422). */
@@ -58,7 +57,6 @@ export function registerSettingsPage(app: FastifyInstance, deps: UiDeps): void {
   });
 
   app.post('/settings', async (request, reply) => {
-    assertSameOrigin(request, deps.config);
     const body = (request.body ?? {}) as Record<string, unknown>;
     const values: Partial<Record<SettingName, number>> = {};
     for (const name of settingNames) if (name in body) values[name] = toNumber(body[name]);
