@@ -6,7 +6,7 @@ const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
   process.stderr.write(
     `hookline needs Node.js 24 or newer; this is Node.js ${process.versions.node} (${process.execPath}).\n` +
-      'Install Node.js 24 LTS (see .nvmrc) and run it again.\n',
+      'Install Node.js 24 or newer (`nvm install 24`, or https://nodejs.org/en/download) and run it again.\n',
   );
   process.exit(1);
 }

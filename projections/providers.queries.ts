@@ -14,6 +14,12 @@ export interface ProviderListing {
   readonly trust_mode: TrustMode;
   readonly enabled: boolean;
   readonly secret_status: SecretStatus;
+  /**
+   * Whether deliveries can be accepted at all: a signed provider without its secret answers 404
+   * whatever `enabled` says. `configure_with` names the variable that configures it.
+   */
+  readonly configured: boolean;
+  readonly configure_with: string | null;
   readonly path: string | null;
   readonly channel: string | null;
   readonly created_at: string | null;
@@ -28,6 +34,12 @@ export interface ProviderListing {
 }
 
 const SIGNED = ['codehost', 'payments', 'chat'] as const;
+/** The variable whose secret configures each signed provider (docs/reference/configuration.md). */
+const SECRET_VARIABLE = {
+  codehost: 'HOOKLINE_CODEHOST_SECRET',
+  payments: 'HOOKLINE_PAYMENTS_SECRET',
+  chat: 'HOOKLINE_CHAT_SECRET',
+} as const satisfies Record<(typeof SIGNED)[number], string>;
 const KIND_ORDER = ['codehost', 'payments', 'chat', 'broker', 'generic', 'webhook', 'operator'];
 
 /**
@@ -59,8 +71,10 @@ export async function listProviders(
       event_count: 0,
     };
     let secret = (row.secret_status ?? 'none-by-design') as SecretStatus;
+    let configureWith: string | null = null;
     if (row.kind === 'codehost' || row.kind === 'payments' || row.kind === 'chat') {
       secret = config.secrets[row.kind].length > 0 ? 'configured' : 'missing';
+      configureWith = SECRET_VARIABLE[row.kind];
     }
     out.push({
       name,
@@ -69,6 +83,8 @@ export async function listProviders(
       trust_mode: row.trust_mode as TrustMode,
       enabled: row.enabled,
       secret_status: secret,
+      configured: secret !== 'missing',
+      configure_with: configureWith,
       path: row.path,
       channel: row.channel,
       created_at: row.created_at ? new Date(row.created_at).toISOString() : null,

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
@@ -8,6 +8,7 @@ import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (iss
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { RequestLogController } from './http/request-log.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createProviderRoutes } from './http/ui/providers-routes.ts';
@@ -39,7 +40,8 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const { config } = runtime;
   const app = Fastify({
     loggerInstance: runtime.logger as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: options.requestLogging === false }),
+    // Request lines at info, static files at debug (README "Logs").
+    logController: new RequestLogController({ disableRequestLogging: options.requestLogging === false }),
     // X-Forwarded-For is honoured only from the configured proxies (source_ip, forward auth).
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
     bodyLimit: config.maxBodyBytes,

@@ -64,6 +64,11 @@ export const envSchema = z
         error: 'expected one of fatal, error, warn, info, debug, trace, silent',
       })
       .default('info'),
+    HOOKLINE_LOG_FORMAT: z
+      .enum(['pretty', 'json'], {
+        error: 'expected pretty (lines for a person) or json (one JSON object a line)',
+      })
+      .optional(),
     HOOKLINE_CODEHOST_SECRET: secretList,
     HOOKLINE_PAYMENTS_SECRET: secretList,
     HOOKLINE_CHAT_SECRET: secretList,
@@ -130,6 +135,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly eventStoreUrl: string | undefined;
   readonly logLevel: Env['HOOKLINE_LOG_LEVEL'];
+  /** Unset: pretty when standard output is a terminal, JSON otherwise. */
+  readonly logFormat: Env['HOOKLINE_LOG_FORMAT'];
   readonly secrets: Readonly<{
     codehost: readonly string[];
     payments: readonly string[];
@@ -195,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     databaseUrl: e.DATABASE_URL,
     eventStoreUrl: e.HOOKLINE_EVENTSTORE_URL,
     logLevel: e.HOOKLINE_LOG_LEVEL,
+    logFormat: e.HOOKLINE_LOG_FORMAT,
     secrets: {
       codehost: e.HOOKLINE_CODEHOST_SECRET,
       payments: e.HOOKLINE_PAYMENTS_SECRET,
@@ -221,4 +229,71 @@ function redactForMessage(name: string, value: string): string {
   if (/SECRET|KEY/.test(name)) return '«redacted»';
   if (/URL$/.test(name)) return value.replace(/\/\/[^@/]*@/, '//«redacted»@');
   return value;
+}
+
+/**
+ * The HOOKLINE_* variables read outside the schema: by the command-line client and the test suite
+ * (README, "CLI and test variables"). Known, so never reported as unknown.
+ */
+export const clientAndTestVariables: readonly string[] = Object.freeze([
+  'HOOKLINE_URL',
+  'HOOKLINE_SERVER',
+  'HOOKLINE_TEST_EVENTSTORE_URL',
+  'HOOKLINE_TEST_PG_URL',
+  'HOOKLINE_TEST_REDIS_URL',
+  'HOOKLINE_TEST_LOG',
+]);
+
+/**
+ * Set by deployments of releases before 0.3.0 and ignored silently (spec 9, release 0.3.0 item 2):
+ * `<SERVICE>_LEGACY_RECEIVER_ENDPOINT_ID`, and `<SERVICE>_<KIND>_SECRET` for a kind hookline does
+ * not serve (a self-hosted code host). Such a name is reported only when it looks like a typo of a
+ * known one.
+ */
+const legacyVariable = (name: string): boolean =>
+  name === 'HOOKLINE_LEGACY_RECEIVER_ENDPOINT_ID' || name.endsWith('_SECRET');
+
+/** Edit distance with adjacent transpositions (optimal string alignment): PROT is one from PORT. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      const row = d[i]!;
+      row[j] = Math.min(d[i - 1]![j]! + 1, row[j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        row[j] = Math.min(row[j]!, d[i - 2]![j - 2]! + 1);
+      }
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+export interface UnknownVariable {
+  readonly name: string;
+  /** The known variable it most likely meant, when one is close enough to be a typo. */
+  readonly closest: string | undefined;
+}
+
+/**
+ * The HOOKLINE_* variables set in `env` that hookline does not read, each with the closest known
+ * name (a typo such as HOOKLINE_PROT names HOOKLINE_PORT). A warning, never an error: the start goes on.
+ */
+export function unknownVariables(env: NodeJS.ProcessEnv): UnknownVariable[] {
+  const known = [...Object.keys(envSchema.shape), ...clientAndTestVariables];
+  const out: UnknownVariable[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('HOOKLINE_') || known.includes(name)) continue;
+    const ranked = known
+      // DATABASE_URL is read without the prefix: HOOKLINE_DATABASE_URL means it.
+      .map((k) => ({ k, distance: editDistance(name, k.startsWith('HOOKLINE_') ? k : `HOOKLINE_${k}`) }))
+      .sort((x, y) => x.distance - y.distance || x.k.localeCompare(y.k));
+    const best = ranked[0];
+    const close = best && best.distance <= Math.max(2, Math.floor(name.length / 6)) ? best.k : undefined;
+    if (close === undefined && legacyVariable(name)) continue;
+    out.push({ name, closest: close });
+  }
+  return out;
 }

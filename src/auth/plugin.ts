@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
+import { isSameOriginRequest } from '../http/same-origin.ts';
 import type { OperatorAuth } from './index.ts';
 import { sweepExpiredOAuthRecords } from './oauth-adapter.ts';
 import { API_SCOPE, basePathOf, OAUTH_ROUTES } from './oauth-settings.ts';
@@ -20,7 +21,7 @@ const PAGE_HEADERS = {
   'cache-control': 'no-store',
   'x-frame-options': 'DENY',
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
 } as const;
 
 /**
@@ -91,11 +92,8 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
     );
 
   /** The consent forms post same-origin only: a cross-site page cannot approve a sign-in. */
-  const sameOrigin = (request: FastifyRequest): boolean => {
-    const origin = request.headers.origin;
-    if (typeof origin === 'string') return origin === base.origin;
-    return request.headers['sec-fetch-site'] === 'same-origin';
-  };
+  const sameOrigin = (request: FastifyRequest): boolean =>
+    isSameOriginRequest(request.headers, config.baseUrl);
 
   const details = async (request: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) => {
     try {

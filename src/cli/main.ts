@@ -12,7 +12,8 @@ import { registerTodos } from './commands/todos.ts';
 import { registerVersion } from './commands/version.ts';
 import { registerWhoami } from './commands/whoami.ts';
 import { packageVersion } from './package.ts';
-import { CliExit } from './support.ts';
+import { describeStartupError } from './startup-errors.ts';
+import { CliExit, configIfValid, warnUnknownVariables } from './support.ts';
 
 /** The `hookline` program: global options here, each command group in src/cli/commands/<group>.ts. */
 export function buildProgram(): Command {
@@ -50,9 +51,36 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * How a failure is written: one line for a person, or with `--json` one JSON object on stderr
+ * (`{"error":{"code","message","exit_code"}}`), so a script reads its errors as it reads its output.
+ */
+function reportFailure(json: boolean, code: string, message: string, exitCode: number): void {
+  process.exitCode = exitCode;
+  if (!json) {
+    process.stderr.write(`${message}\n`);
+    return;
+  }
+  const text = message.replace(/^hookline: /, '');
+  process.stderr.write(`${JSON.stringify({ error: { code, message: text, exit_code: exitCode } })}\n`);
+}
+
 /** Runs the program; failures print one message and set the exit code (no stack for expected ones). */
 export async function main(argv: readonly string[]): Promise<void> {
+  const json = argv.includes('--json');
   const program = buildProgram();
+  if (json) {
+    // Commander's own errors (an unknown option, a missing argument) as JSON too, on every
+    // command: subcommands copy the output settings only when they are created.
+    const everyCommand = (c: Command): Command[] => [c, ...c.commands.flatMap(everyCommand)];
+    for (const c of everyCommand(program)) {
+      c.showHelpAfterError(false);
+      c.configureOutput({
+        outputError: (text) => reportFailure(true, 'usage', text.trim().split('\n')[0] ?? text, 1),
+      });
+    }
+  }
+  warnUnknownVariables();
   try {
     await program.parseAsync([...argv]);
   } catch (err) {
@@ -61,11 +89,10 @@ export async function main(argv: readonly string[]): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    if (err instanceof CliExit) {
-      process.stderr.write(`${err.message}\n`);
-      process.exitCode = err.exitCode;
-      return;
-    }
+    if (err instanceof CliExit) return reportFailure(json, err.code, err.message, err.exitCode);
+    const sentence = describeStartupError(err, configIfValid());
+    if (sentence) return reportFailure(json, 'cannot_start', sentence, 1);
+    if (json) return reportFailure(true, 'internal', err instanceof Error ? err.message : String(err), 1);
     process.stderr.write(`hookline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   }

@@ -59,7 +59,8 @@ export function toHooklineError(error: unknown): HooklineError {
   return new HooklineError('internal', undefined, {}, { cause: error });
 }
 
-function summarizeZod(error: ZodError): string {
+/** A zod failure in words for a problem `detail`: `field: what was expected`, never zod's ✖/→ layout. */
+export function summarizeZod(error: ZodError): string {
   const first = error.issues[0];
   if (!first) return 'invalid request body';
   const where = first.path.length > 0 ? `${first.path.join('.')}: ` : '';
@@ -73,6 +74,33 @@ export function problemContentType(url: string): string {
     : 'application/problem+json; charset=utf-8';
 }
 
+/** Renders a problem as an HTML page of the screens; set by the UI plugin (README "Screens"). */
+export type ProblemPageRenderer = (problem: ProblemDocument) => {
+  html: string;
+  headers: Record<string, string>;
+};
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Shared by every scope: the UI plugin puts its renderer here. */
+    readonly problemPages: { render: ProblemPageRenderer | undefined };
+  }
+}
+
+/** Surfaces whose clients are programs: they keep problem documents whatever they accept. */
+const PROGRAM_PATHS = /^\/(api|mcp|webhooks|oauth|\.well-known|admin|events|healthz|static)(\/|\?|$)/;
+
+/**
+ * A person's browser navigating to a screen (Accept: text/html, not an htmx request) gets the
+ * problem as a page in the UI's layout; scripts, htmx and the API keep the problem document.
+ */
+function wantsPage(request: FastifyRequest): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if (request.headers['hx-request'] === 'true') return false;
+  if (!/\btext\/html\b/i.test(request.headers.accept ?? '')) return false;
+  return !PROGRAM_PATHS.test(request.url);
+}
+
 export function sendProblem(
   reply: FastifyReply,
   error: HooklineError,
@@ -80,6 +108,16 @@ export function sendProblem(
 ): FastifyReply {
   // The instance never echoes a token back (`/webhooks/generic/<name>/<token>`).
   const problem: ProblemDocument = error.toProblem(redactUrl(request.url.split('?')[0] ?? '/'));
+  const render = request.server.problemPages?.render;
+  if (render && wantsPage(request)) {
+    const page = render(problem);
+    return reply
+      .code(error.status)
+      .headers(page.headers)
+      .header('cache-control', 'no-store')
+      .type('text/html; charset=utf-8')
+      .send(page.html);
+  }
   if (error.status === 401 && request.url.startsWith('/api/') && !reply.hasHeader('www-authenticate')) {
     reply.header('www-authenticate', 'Bearer');
   }
@@ -132,6 +170,7 @@ export function clientErrorProblem(
 
 export const errorsPlugin = fp(
   async (app) => {
+    app.decorate('problemPages', { render: undefined });
     app.setErrorHandler(replyWithProblem);
     // From the start of close(), a request that still reaches us (pipelined, or on a kept-alive
     // connection) is refused with a 503 problem and `Connection: close`; requests in flight passed

@@ -35,6 +35,9 @@ export function endpointOf(authInfo: AuthInfo | undefined): EndpointFacts {
   return endpoint;
 }
 
+/** How long a read waits for the read models to pass the session's own writes. */
+const READ_YOUR_WRITES_MS = 2000;
+
 export interface SessionServerDeps {
   readonly services: McpServices;
   readonly tools: readonly McpTool[];
@@ -57,6 +60,26 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     inputSchema: z.toJSONSchema(t.input, { io: 'input' }) as { type: 'object' },
     annotations: { title: t.title, ...t.annotations },
   }));
+
+  /**
+   * Read your own write: a session's read after one of its writes (claim, then list_todos) waits,
+   * bounded, for the read models to pass the log's head as it stands at the read, so it sees the
+   * write. A late read model delays the read by at most the bound; it never fails it.
+   */
+  const catchUp = async (sessionId: string | undefined): Promise<void> => {
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    if (!session?.wrote) return;
+    session.wrote = false;
+    const { store, projections, logger } = services.runtime;
+    const head = await store.headPosition();
+    await projections
+      .waitFor(head, { timeoutMs: READ_YOUR_WRITES_MS })
+      .catch((err: unknown) => logger.warn({ err, position: head }, 'mcp: read models lag behind a write'));
+  };
+  const wrote = (sessionId: string | undefined): void => {
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    if (session) session.wrote = true;
+  };
 
   const server = new Server(
     { name: 'hookline', title: 'hookline', version: services.runtime.config.version },
@@ -86,7 +109,9 @@ export function createSessionServer(deps: SessionServerDeps): Server {
         `Invalid arguments for tool ${name}: ${z.prettifyError(parsed.error)}`,
       );
     }
+    const reads = tool.annotations.readOnlyHint === true;
     try {
+      if (reads) await catchUp(extra.sessionId);
       return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
     } catch (err) {
       const known = asHooklineError(err);
@@ -94,6 +119,8 @@ export function createSessionServer(deps: SessionServerDeps): Server {
       services.runtime.logger.error({ err, tool: name }, 'mcp: tool failed');
       const message = known ? known.message : 'internal error';
       throw new McpError(ErrorCode.InternalError, message);
+    } finally {
+      if (!reads) wrote(extra.sessionId);
     }
   });
 
@@ -121,6 +148,7 @@ export function createSessionServer(deps: SessionServerDeps): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
     const queue = scopedQueue(request.params.uri, endpoint);
+    await catchUp(extra.sessionId);
     const counts = await queueCounts(services.runtime.db, endpoint.id, queue);
     const body = {
       queue,

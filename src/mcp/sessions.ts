@@ -12,6 +12,11 @@ export interface McpSession {
   /** Last request (ms since epoch) and the GET streams open now: what the idle reaper looks at. */
   lastSeen: number;
   openStreams: number;
+  /**
+   * A tool call of this session that may have written ended since its last read: the next read
+   * waits for the read models to pass what the log held then (src/mcp/server.ts).
+   */
+  wrote?: boolean;
 }
 
 export interface SessionRegistry {

@@ -1,9 +1,12 @@
 import { request } from 'undici';
 
 /**
- * Plays the browser in a sign-in: follows the authorization URL to the consent page, submits its
- * form as a browser would (same-origin `Origin`, the cookies it was given) and follows the
- * redirects until one leaves for the client's loopback redirect URI, which it returns unvisited.
+ * An HTTP-level stand-in for a browser in a sign-in, for misuse tests and for tests that only need a
+ * token to start from (the sign-in a person does is test/auth/browser-sign-in.e2e.test.ts, in
+ * Chromium). Follows the authorization URL to the consent page, submits its form with the headers
+ * given (by default what Chromium sends from that page: `Sec-Fetch-Site: same-origin` and the
+ * page's `Origin`) and the cookies it was given, and follows the redirects until one leaves for
+ * the client's loopback redirect URI, which it returns unvisited.
  */
 export class TestBrowser {
   private readonly jar = new Map<string, string>();
@@ -82,17 +85,21 @@ export class TestBrowser {
   }
 
   /**
-   * Submits the consent page's form (`allow` or `deny`) with the given Origin (null: none) and follows the
-   * redirects; returns the loopback callback URL the browser would load next.
+   * Submits the consent page's form (`allow` or `deny`) with the given request headers (default:
+   * what Chromium sends) and follows the redirects; returns the loopback callback URL the browser
+   * would load next.
    */
   async decide(
     consent: { url: string; html: string },
     decision: 'allow' | 'deny',
-    origin: string | null = new URL(consent.url).origin,
+    headers: Record<string, string> = {
+      origin: new URL(consent.url).origin,
+      'sec-fetch-site': 'same-origin',
+    },
   ): Promise<{ callback: URL | undefined; status: number; body: string }> {
     const action = formAction(consent.html, decision === 'allow' ? 'confirm' : 'abort');
     const target = new URL(action, consent.url).toString();
-    const posted = await this.postForm(target, { decision }, origin ? { origin } : {});
+    const posted = await this.postForm(target, { decision }, headers);
     if (!(posted.status >= 300 && posted.status < 400 && posted.location)) {
       return { callback: undefined, status: posted.status, body: posted.body };
     }
@@ -108,7 +115,7 @@ export class TestBrowser {
     throw new Error('too many redirects after the consent');
   }
 
-  /** The whole sign-in as a person who clicks Allow. */
+  /** The whole sign-in, Allow pressed: a token pair for tests about what comes after it. */
   async approve(authorizationUrl: string): Promise<URL> {
     const consent = await this.openConsent(authorizationUrl);
     if (isLoopbackCallback(consent.url)) return new URL(consent.url);

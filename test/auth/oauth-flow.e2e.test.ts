@@ -234,11 +234,21 @@ describe('the operators’ authorization server', () => {
     const consent = await browser.openConsent(req.url);
     expect(consent.status).toBe(200);
     expect(consent.html).toContain('admin');
-    const crossSite = await browser.decide(consent, 'allow', 'https://evil.example');
-    expect(crossSite.status).toBe(403);
-    expect(crossSite.callback).toBeUndefined();
-    const noOrigin = await browser.decide(consent, 'allow', null);
-    expect(noOrigin.status).toBe(403);
+    // The one policy of every form (src/http/same-origin.ts): each of these is refused.
+    const refusals: Record<string, string>[] = [
+      { origin: 'https://evil.example' },
+      { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+      { origin: 'null' }, // without Sec-Fetch-Site: same-origin beside it
+      { origin: 'null', 'sec-fetch-site': 'cross-site' },
+      { origin: server.url, 'sec-fetch-site': 'same-site' },
+      {}, // neither header, from a page that asks for HTML
+    ];
+    for (const headers of refusals) {
+      const refused = await browser.decide(consent, 'allow', headers);
+      expect(refused.status, JSON.stringify(headers)).toBe(403);
+      expect(refused.body).toContain('Cross-site request refused');
+      expect(refused.callback).toBeUndefined();
+    }
 
     const declined = await browser.decide(consent, 'deny');
     expect(declined.callback?.searchParams.get('error')).toBe('access_denied');

@@ -1,13 +1,16 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
-import { TestBrowser } from '../auth/browser.ts';
 import { startServer, type TestServer } from '../auth/server.ts';
+import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
 import { finished, hookline, start, waitForOutput } from './cli.ts';
 
+const hasChromium = chromiumAvailable();
 let server: TestServer;
+let browser: Browser | undefined;
 let home: string;
 let env: Record<string, string>;
 const credentialsFile = () => path.join(home, 'config', 'hookline', 'credentials.json');
@@ -20,29 +23,28 @@ const readCredentials = async () =>
   };
 
 beforeAll(async () => {
-  server = await startServer();
+  [server, browser] = await Promise.all([startServer(), hasChromium ? launchChromium() : undefined]);
   home = await mkdtemp(path.join(tmpdir(), 'hookline-cli-'));
   env = { HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), HOOKLINE_URL: server.url };
 });
 afterAll(async () => {
+  await browser?.close();
   await server?.close();
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-/** `hookline login --no-open`, with the test as the person at the browser clicking Allow. */
+/** `hookline login --no-open`, and Allow pressed in Chromium on the page it prints. */
 async function login(): Promise<void> {
   const child = start(['login', '--no-open'], env);
   const done = finished(child);
   const [url] = await waitForOutput(child, 'stderr', /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/);
-  const callback = await new TestBrowser().approve(url);
-  const landing = await fetch(callback);
-  expect(landing.status).toBe(200);
+  expect((await decideInChromium(browser!, url, 'Allow')).title).toBe('Signed in');
   const run = await done;
   expect(run.code, run.stderr).toBe(0);
   expect(run.stdout).toContain(`Signed in to ${server.url} as admin.`);
 }
 
-describe('the hookline command-line client', () => {
+describe.runIf(hasChromium)('the hookline command-line client', () => {
   it('tells the user to sign in before anything else', async () => {
     const run = await hookline(['agents', 'list'], env);
     expect(run.code).toBe(3);
@@ -213,6 +215,51 @@ describe('the hookline command-line client', () => {
     const missing = await hookline(['providers', 'enable', 'generic:nope'], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/HTTP 404/);
+  });
+
+  it('shares one sign-in between localhost and 127.0.0.1, and tells an unreachable server from a missing sign-in', async () => {
+    const port = new URL(server.url).port;
+    const alias = `http://localhost:${port}`;
+    const who = await hookline(['whoami', '--url', alias], env);
+    expect(who.code, who.stderr).toBe(0);
+    expect(who.stdout.trim()).toBe(`admin at ${alias}`);
+    expect(Object.keys((await readCredentials()).servers)).toEqual([server.url]);
+
+    const nowhere = await hookline(['whoami', '--url', 'http://127.0.0.1:9'], env);
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toMatch(/cannot reach the server at http:\/\/127\.0\.0\.1:9/);
+    expect(nowhere.stderr).not.toContain('not signed in');
+  });
+
+  it('words the small failures for a person, and for a script under --json', async () => {
+    const bare = await hookline(['providers', 'enable', 'ci'], env);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain('try `hookline providers enable generic:ci`');
+    expect(bare.stderr).not.toContain('endpoints list');
+
+    const badName = await hookline(['providers', 'add-generic', 'Bad Name'], env);
+    expect(badName.code).toBe(1);
+    expect(badName.stderr).toContain(
+      "the name must be 1 to 64 characters, lowercase letters, digits, '-' or '_'",
+    );
+    expect(badName.stderr).not.toContain('^[a-z0-9]');
+
+    const help = await hookline(['login', '--help'], env);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('(default: any free port)');
+    expect(help.stdout).not.toContain('(default: 0)');
+
+    const errorOf = (run: { stderr: string }) =>
+      (JSON.parse(run.stderr.trim()) as { error: { code: string; message: string; exit_code: number } })
+        .error;
+    const unreachable = await hookline(['whoami', '--json', '--url', 'http://127.0.0.1:9'], env);
+    expect(unreachable.code).toBe(1);
+    expect(errorOf(unreachable)).toMatchObject({ code: 'unreachable', exit_code: 1 });
+    const missing = await hookline(['todos', 'push', 'no-such-endpoint-aaaaaa', 'hi', '--json'], env);
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found', exit_code: 1 });
+    expect(errorOf(missing).message).toMatch(/HTTP 404/);
+    const usage = await hookline(['endpoints', 'vend', '--json'], env);
+    expect(usage.code).toBe(1);
+    expect(errorOf(usage)).toMatchObject({ code: 'usage', exit_code: 1 });
   });
 
   it('has --help on every command', async () => {

@@ -159,11 +159,27 @@ describe.runIf(hasPg)('hookline projections on PostgreSQL', () => {
     expect(ndjson(rebuilt.stdout).at(-1)).toMatchObject({ type: 'done', name: 'stream_stats' });
     const status = await hookline(['projections', 'status', '--json'], env);
     const { projections } = JSON.parse(status.stdout) as {
-      projections: Array<{ name: string; state: string; liveVersion: number | null }>;
+      projections: Array<Record<string, unknown>>;
     };
     expect(projections.find((p) => p.name === 'stream_stats')).toMatchObject({
       state: 'stopped',
-      liveVersion: 1,
+      live_version: 1,
     });
+    // snake_case, as every other --json of the CLI (issue 15).
+    for (const p of projections) {
+      expect(Object.keys(p).sort()).toEqual([
+        'lag_events',
+        'lag_seconds',
+        'live_version',
+        'name',
+        'position',
+        'state',
+        'updated_at',
+        'version',
+      ]);
+    }
+    for (const line of ndjson(rebuilt.stdout)) {
+      for (const key of Object.keys(line)) expect(key).toMatch(/^[a-z_]+$/);
+    }
   });
 });

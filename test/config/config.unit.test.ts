@@ -59,6 +59,10 @@ const cases: Record<
     good: ['debug', (c) => c.logLevel, 'debug'],
     bad: ['loud', /expected one of fatal, error, warn, info, debug, trace, silent/],
   },
+  HOOKLINE_LOG_FORMAT: {
+    good: ['json', (c) => c.logFormat, 'json'],
+    bad: ['plain', /expected pretty \(lines for a person\) or json/],
+  },
   HOOKLINE_CODEHOST_SECRET: { good: [' a , b ,,', (c) => c.secrets.codehost, ['a', 'b']] },
   HOOKLINE_PAYMENTS_SECRET: { good: ['whsec_1', (c) => c.secrets.payments, ['whsec_1']] },
   HOOKLINE_CHAT_SECRET: { good: ['  s3  ', (c) => c.secrets.chat, ['s3']] },

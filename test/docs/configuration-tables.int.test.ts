@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { envSchema } from '../../src/config.ts';
+import { clientAndTestVariables, envSchema } from '../../src/config.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** The configuration reference holds both tables (the README links to it). */
@@ -59,5 +59,10 @@ describe('configuration reference: CLI and test variables', () => {
 
   it('has no row for a variable of the schema', () => {
     expect([...rows].filter((name) => name in envSchema.shape)).toEqual([]);
+  });
+
+  it('is the list the unknown-variable warning knows (src/config.ts clientAndTestVariables)', () => {
+    const documented = [...rows].filter((name) => name.startsWith('HOOKLINE_')).sort();
+    expect(documented).toEqual([...clientAndTestVariables].sort());
   });
 });

@@ -45,8 +45,9 @@ export interface ServerProcess {
 export async function startHookline(
   dataDir: string,
   env: Record<string, string> = {},
+  options: { readonly port?: number } = {},
 ): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, [BIN, 'serve'], {
     env: {
       PATH: process.env.PATH ?? '',

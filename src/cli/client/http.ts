@@ -6,7 +6,7 @@ import { RefreshRefused, refresh } from './oauth.ts';
 export const SIGN_IN_EXIT = 3;
 
 export const signInNeeded = (server: string, why: string): CliExit =>
-  new CliExit(`hookline: ${why}; run \`hookline login --url ${server}\``, SIGN_IN_EXIT);
+  new CliExit(`hookline: ${why}; run \`hookline login --url ${server}\``, SIGN_IN_EXIT, 'not_signed_in');
 
 interface Problem {
   readonly title?: string;
@@ -38,6 +38,8 @@ export function unreachable(server: string, err: unknown): CliExit {
   const why = cause?.code ?? cause?.message ?? (err as Error).message;
   return new CliExit(
     `hookline: cannot reach the server at ${server} (${why}). Is it running? Start it with \`hookline serve\`, or point the CLI at it with --url or HOOKLINE_URL.`,
+    1,
+    'unreachable',
   );
 }
 
@@ -48,6 +50,8 @@ export interface RequestOptions {
   /** Send the operator bearer (default true). */
   readonly authenticated?: boolean;
   readonly headers?: Record<string, string>;
+  /** What to do next after a 404, where the default (`hookline endpoints list`) does not fit. */
+  readonly notFoundHint?: string;
 }
 
 /**
@@ -60,7 +64,13 @@ export function createApiClient(deps: { readonly server: string; readonly store:
 
   async function stored(): Promise<StoredCredentials> {
     const c = await store.get(server);
-    if (!c) throw signInNeeded(server, `not signed in to ${server}`);
+    if (!c) {
+      // Not signed in, or a server that is not there (a mistyped --url): say which.
+      await fetch(`${server}/healthz`, { signal: AbortSignal.timeout(5000) }).catch((err: unknown) => {
+        throw unreachable(server, err);
+      });
+      throw signInNeeded(server, `not signed in to ${server}`);
+    }
     return c;
   }
 
@@ -126,8 +136,12 @@ export function createApiClient(deps: { readonly server: string; readonly store:
     if (!res.ok) {
       const problem = (parsed ?? {}) as Problem;
       const what = problem.detail ?? problem.title ?? (text.slice(0, 200) || res.statusText);
-      const next = hint(res.status);
-      throw new CliExit(`hookline: ${what} (HTTP ${res.status})${next ? `; ${next}` : ''}`);
+      const next = (res.status === 404 ? options.notFoundHint : undefined) ?? hint(res.status);
+      throw new CliExit(
+        `hookline: ${what} (HTTP ${res.status})${next ? `; ${next}` : ''}`,
+        1,
+        problem.code ?? `http_${res.status}`,
+      );
     }
     const type = res.headers.get('content-type') ?? '';
     if (!/\bjson\b/.test(type)) {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oauth from 'oauth4webapi';
-import type { StoredCredentials } from './credentials.ts';
+import { credentialKey, type StoredCredentials } from './credentials.ts';
 
 export const CLI_CLIENT_ID = 'hookline-cli';
 const client: oauth.Client = { client_id: CLI_CLIENT_ID };
@@ -16,7 +16,7 @@ export class LoginError extends Error {
 }
 
 /** The authorization server's metadata (RFC 8414), checked to be the server's own. */
-export async function discover(server: string): Promise<oauth.AuthorizationServer> {
+export async function discover(server: string, followAlias = true): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(server);
   const response = await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...transport(issuer) });
   try {
@@ -28,6 +28,8 @@ export async function discover(server: string): Promise<oauth.AuthorizationServe
       .then((m: { issuer?: string }) => m.issuer)
       .catch(() => undefined);
     if (claimed && claimed !== issuer.href.replace(/\/$/, '')) {
+      // The same server under another loopback name (localhost for 127.0.0.1): its own issuer.
+      if (followAlias && credentialKey(claimed) === credentialKey(server)) return discover(claimed, false);
       throw new LoginError(
         `the server at ${server} calls itself ${claimed}; run the command with --url ${claimed}`,
       );

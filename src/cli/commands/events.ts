@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { EventSource } from 'eventsource';
+import { followEvents } from '../client/follow.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { warn } from '../client/output.ts';
 
@@ -23,52 +23,37 @@ const positive = (raw: string) => {
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('the event log');
   withUrl(events.command('tail'))
-    .description('follow accepted deliveries live (one line each; --json: one JSON object per line)')
+    .description(
+      'follow accepted deliveries live (one line each; --json: one JSON object per line); survives server restarts, resuming where it left off; Ctrl-C to stop',
+    )
     .option('--provider <name>', 'only this provider (codehost, generic:<name>, operator, …)')
+    .option('--type <event_type>', 'only this event type (push, invoice.paid, …)')
     .option('--count <n>', 'exit after this many events', positive)
     .option('--json', 'one JSON EventSummary per line')
-    .action(async (opts: { provider?: string; count?: number }, cmd: Command) => {
+    .action(async (opts: { provider?: string; type?: string; count?: number }, cmd: Command) => {
       const api = clientFor(cmd);
       const json = wantsJson(cmd);
       let seen = 0;
-      let lost = false;
-      await new Promise<void>((resolve) => {
-        const source = new EventSource(`${api.server}/events`);
-        const stop = () => {
-          source.close();
-          resolve();
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-        source.onopen = () => {
-          if (lost) warn('(reconnected)');
-          else if (!json) warn(`Following ${api.server}/events; Ctrl-C to stop.`);
-          lost = false;
-        };
-        source.onerror = (e) => {
-          if (!lost) {
-            warn(
-              `(connection to ${api.server}/events lost${e.message ? `: ${e.message}` : ''}; reconnecting. Is the server running?)`,
-            );
-          }
-          lost = true;
-        };
-        source.addEventListener('event-received', (message) => {
-          let e: EventSummary;
-          try {
-            e = JSON.parse(message.data) as EventSummary;
-          } catch {
-            return;
-          }
+      const follower = followEvents(api.server, {
+        notice: warn,
+        onDelivery: (delivery) => {
+          const e = delivery as unknown as EventSummary;
           if (opts.provider && e.provider !== opts.provider) return;
+          if (opts.type && e.event_type !== opts.type) return;
           process.stdout.write(
             json
               ? `${JSON.stringify(e)}\n`
               : `${e.received_at}  #${e.id}  ${e.provider}  ${e.event_type ?? '-'}  ${e.trust_mode}${e.verified ? ' verified' : ''}  ${e.payload_size} B\n`,
           );
           seen++;
-          if (opts.count !== undefined && seen >= opts.count) stop();
-        });
+          if (opts.count !== undefined && seen >= opts.count) follower.stop();
+        },
       });
+      const stop = () => follower.stop();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await follower.done;
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
     });
 }

@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import open from 'open';
 import { unreachable } from '../client/http.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
@@ -18,11 +18,10 @@ export function registerLogin(program: Command): void {
   withUrl(program.command('login'))
     .description('sign in to a hookline server in your browser and keep the token pair (mode 0600)')
     .option('--no-open', 'print the sign-in URL instead of opening a browser')
-    .option(
-      '--port <port>',
-      'loopback port the browser returns to (default: any free port)',
-      intIn(0, 65535, 'port'),
-      0,
+    .addOption(
+      new Option('--port <port>', 'loopback port the browser returns to')
+        .argParser(intIn(0, 65535, 'port'))
+        .default(0, 'any free port'),
     )
     .option('--timeout <seconds>', 'how long to wait for the browser', intIn(10, 3600, 'timeout'), 300)
     .action(async (opts: { open: boolean; port: number; timeout: number }, cmd: Command) => {

@@ -167,6 +167,27 @@ function throughHolder(holder: LockHolder, config: Config): Backend {
   return httpBackend(adminUrlOf(holder, config));
 }
 
+/** What `--json` prints of a read model: snake_case keys, as every other `--json` of the CLI. */
+const statusOut = (s: ProjectionStatus) => ({
+  name: s.name,
+  version: s.version,
+  live_version: s.liveVersion ?? null,
+  state: s.state,
+  position: s.position,
+  lag_events: s.lagEvents,
+  lag_seconds: s.lagSeconds,
+  updated_at: s.updatedAt,
+});
+
+const progressOut = (p: RebuildProgress) => ({
+  type: 'progress',
+  name: p.name,
+  done: p.done,
+  total: p.total,
+  rate_per_second: p.ratePerSecond,
+  eta_seconds: p.etaSeconds,
+});
+
 const seconds = (s: number | null) =>
   s === null ? '?' : s < 60 ? `${s.toFixed(0)}s` : `${Math.floor(s / 60)}m${Math.round(s % 60)}s`;
 
@@ -203,7 +224,7 @@ function rebuildReporter(json: boolean) {
       if (!started.has(p.name)) started.set(p.name, Date.now());
       current = p;
       if (json) {
-        process.stdout.write(`${JSON.stringify({ type: 'progress', ...p })}\n`);
+        process.stdout.write(`${JSON.stringify(progressOut(p))}\n`);
         return;
       }
       if (!tty) return;
@@ -225,8 +246,10 @@ function rebuildReporter(json: boolean) {
       bar = undefined;
       const elapsedMs = Date.now() - (started.get(name) ?? Date.now());
       const events = current?.name === name ? current.done : 0;
-      if (json) process.stdout.write(`${JSON.stringify({ type: 'done', name, events, elapsedMs })}\n`);
-      else process.stdout.write(`rebuilt ${name}: ${events} events in ${(elapsedMs / 1000).toFixed(1)} s\n`);
+      if (json) {
+        process.stdout.write(`${JSON.stringify({ type: 'done', name, events, elapsed_ms: elapsedMs })}\n`);
+      } else
+        process.stdout.write(`rebuilt ${name}: ${events} events in ${(elapsedMs / 1000).toFixed(1)} s\n`);
     },
     fail: () => {
       bar?.stop();
@@ -249,7 +272,7 @@ export function registerProjections(program: Command): void {
       try {
         const rows = await backend.status();
         if (globalOptions(cmd).json)
-          process.stdout.write(`${JSON.stringify({ projections: rows }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ projections: rows.map(statusOut) }, null, 2)}\n`);
         else printStatusTable(rows);
       } finally {
         await backend.close();

@@ -9,10 +9,23 @@ interface ProviderView {
   trust_mode: string;
   enabled: boolean;
   secret_status?: string;
+  configured?: boolean;
+  configure_with?: string | null;
   path?: string | null;
   channel?: string | null;
   ingest_url?: string | null;
   token?: string;
+}
+
+/** After a 404 of enable/disable: a bare name is most likely a generic provider's. */
+function notFoundHint(verb: string, name: string): string {
+  if (
+    /^[a-z0-9][a-z0-9_-]{0,63}$/.test(name) &&
+    !['codehost', 'payments', 'chat', 'operator'].includes(name)
+  ) {
+    return `generic providers are named generic:<name>: try \`hookline providers ${verb} generic:${name}\` (\`hookline providers list\` shows every name)`;
+  }
+  return '`hookline providers list` shows every provider name';
 }
 
 /**
@@ -33,14 +46,22 @@ export function registerProviders(program: Command): void {
       if (wantsJson(cmd)) return printJson(rows);
       if (rows.length === 0) return say('No providers configured.');
       printTable(
-        rows.map((r) => ({ ...r, enabled: r.enabled ? 'yes' : 'no', where: r.path ?? r.channel })),
+        rows.map((r) => ({
+          ...r,
+          enabled:
+            r.configured === false ? `not configured: set ${r.configure_with}` : r.enabled ? 'yes' : 'no',
+          where: r.path ?? r.channel,
+        })),
         ['name', 'family', 'trust_mode', 'enabled', 'secret_status', 'where'],
       );
     });
 
   withUrl(providers.command('add-generic'))
     .description('create a generic webhook provider (disabled until you enable it); its token is shown once')
-    .argument('<name>', 'name matching ^[a-z0-9][a-z0-9_-]{0,63}$')
+    .argument(
+      '<name>',
+      "1 to 64 lowercase letters, digits, '-' or '_' (such as ci); the provider is generic:<name>",
+    )
     .option('--open', 'accept deliveries without a token (trusted networks only)')
     .option('--json', 'machine-readable JSON output (includes the token)')
     .action(async (name: string, opts: { open?: boolean }, cmd: Command) => {
@@ -72,6 +93,7 @@ export function registerProviders(program: Command): void {
           {
             authenticated: false,
             form: { enabled: String(enabled) },
+            notFoundHint: notFoundHint(verb, name),
           },
         );
         if (wantsJson(cmd)) return printJson(out);

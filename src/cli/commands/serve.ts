@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { acquireDataDirLock, DataDirLockedError } from '../../db/lockfile.ts';
+import { assertPortFree } from '../startup-errors.ts';
 import { CliExit, loadCliConfig } from '../support.ts';
 
 /** `hookline serve`: the service itself, configured by the environment (docs/reference/configuration.md). */
@@ -9,6 +10,7 @@ export function registerServe(program: Command): void {
     .description('run the hookline service (embedded PGlite in HOOKLINE_DATA_DIR unless DATABASE_URL is set)')
     .action(async () => {
       const config = loadCliConfig();
+      await assertPortFree(config); // before the data directory, the database or anything else
       // Loaded here so that client commands do not pay for the whole server at start-up.
       const { startServer } = await import('../../server.ts');
       try {

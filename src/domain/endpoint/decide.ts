@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.ts';
-import { QUARANTINE, QUEUE_PATTERN } from '../queue.ts';
+import { QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from '../queue.ts';
 import type { Decider } from '../shared.ts';
 import {
   ENDPOINT_EVENT_TYPES,
@@ -51,7 +51,7 @@ export function checkVendScope(
   now: Date,
 ): void {
   if (!QUEUE_PATTERN.test(scope.queue)) {
-    throw new DomainError('bad_request', 'queue must match ^[a-z0-9][a-z0-9_-]{0,63}$', { field: 'queue' });
+    throw new DomainError('bad_request', QUEUE_RULE, { field: 'queue' });
   }
   if (scope.queue === QUARANTINE) {
     throw new DomainError(

@@ -7,6 +7,10 @@ export type ProviderKind = 'codehost' | 'payments' | 'chat' | 'generic' | 'broke
 
 export const GENERIC_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
+/** GENERIC_NAME_PATTERN (and the queue names, which share it) said in words, for error messages. */
+export const NAME_RULE =
+  "1 to 64 characters, lowercase letters, digits, '-' or '_', starting with a letter or digit (such as ci or my-registry)";
+
 export interface ProviderName {
   readonly name: string;
   readonly kind: ProviderKind;

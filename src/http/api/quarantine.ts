@@ -8,15 +8,24 @@ import { queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 
 export interface QuarantineApiDeps {
   readonly runtime: Pick<Runtime, 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
   readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
 }
 
+const LIMIT_ERROR = 'expected a whole number from 1 to 200';
 const ListQuery = z.object({
-  state: z.enum(['held', 'released', 'all']).default('held'),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  state: z
+    .enum(['held', 'released', 'all'], { error: 'expected one of held, released or all' })
+    .default('held'),
+  limit: z.coerce
+    .number({ error: LIMIT_ERROR })
+    .int({ error: LIMIT_ERROR })
+    .min(1, { error: LIMIT_ERROR })
+    .max(200, { error: LIMIT_ERROR })
+    .default(50),
 });
 const ReleaseIn = z.object({ queue: queueNameSchema });
 const TodoParam = z
@@ -45,9 +54,17 @@ const holdOut = (r: QuarantineRow) => ({
         },
 });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+/** `code`: invalid_filter for a query, invalid_body for a body or a path segment. */
+function parse<T>(schema: z.ZodType<T>, value: unknown, code: 'invalid_body' | 'invalid_filter'): T {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new HooklineError('invalid_body', z.prettifyError(parsed.error));
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path[0];
+    throw new HooklineError(
+      code,
+      summarizeZod(parsed.error),
+      field === undefined ? {} : { field: String(field) },
+    );
+  }
   return parsed.data;
 }
 
@@ -82,7 +99,7 @@ export function createQuarantineRoutes(deps: QuarantineApiDeps) {
     });
 
     api.get('/quarantine', async (request) => {
-      const query = parse(ListQuery, request.query);
+      const query = parse(ListQuery, request.query, 'invalid_filter');
       const rows = await listQuarantine(runtime.db, principal(request).operator, { limit: 1000 });
       const held = rows
         .filter((r) => query.state === 'all' || (query.state === 'held') === (r.released_at === null))
@@ -92,8 +109,8 @@ export function createQuarantineRoutes(deps: QuarantineApiDeps) {
 
     api.post<{ Params: { todo_id: string } }>('/quarantine/:todo_id/release', async (request, reply) => {
       const p = principal(request);
-      const heldTodoId = parse(TodoParam, request.params.todo_id);
-      const body = parse(ReleaseIn, request.body ?? undefined);
+      const heldTodoId = parse(TodoParam, request.params.todo_id, 'invalid_body');
+      const body = parse(ReleaseIn, request.body ?? undefined, 'invalid_body');
       const { release, position } = await releaseHeld(
         { store: runtime.store, clock: runtime.clock },
         { heldTodoId, queue: body.queue, operator: p.operator, human: p.human },

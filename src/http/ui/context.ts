@@ -25,7 +25,7 @@ export interface UiDeps {
   readonly readYourWritesMs?: number;
 }
 
-export type Page = 'dashboard' | 'log' | 'providers' | 'settings' | 'quarantine';
+export type Page = 'dashboard' | 'log' | 'providers' | 'settings' | 'quarantine' | 'problem';
 
 /** An htmx request wants a fragment, except a history restore, which needs the whole page. */
 export const wantsFragment = (request: FastifyRequest): boolean =>

@@ -21,11 +21,19 @@ export function registerPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/', async (_request, reply) => {
     const connection = deps.hub.connection();
     // Counters and rows from one snapshot at a log position: the page's stream resumes from it.
+    let listing: readonly ProviderListing[] = [];
     const { value, position } = await readAtLogPosition(deps.db, (trx) =>
       Promise.all([
-        loadStatusSnapshot({ clock: deps.clock, listProviders: () => deps.listProviders(trx) }, connection),
+        loadStatusSnapshot(
+          { clock: deps.clock, listProviders: async () => (listing = await deps.listProviders(trx)) },
+          connection,
+        ),
         listEvents(trx, {}, undefined, 8),
       ]),
+    );
+    // A signed provider without its secret answers 404: its card says so, and what configures it.
+    const unconfigured = Object.fromEntries(
+      listing.filter((p) => !p.configured).map((p) => [p.name, p.configure_with]),
     );
     const [status, latest] = value;
     const totalRecent = status.providers.reduce((n, p) => n + p.recent_count, 0);
@@ -39,6 +47,7 @@ export function registerPages(app: FastifyInstance, deps: UiDeps): void {
       deps.views.render('pages/dashboard.njk', {
         ...layoutContext(deps, 'dashboard', position),
         status,
+        unconfigured,
         totalRecent,
         newest: newest ?? null,
         latest: latest.events,
@@ -59,6 +68,8 @@ export function registerPages(app: FastifyInstance, deps: UiDeps): void {
           trust_mode: p.trust_mode,
           enabled: p.enabled,
           secret_status: p.secret_status,
+          configured: p.configured,
+          configure_with: p.configure_with,
           path: p.path,
           channel: p.channel,
           recent_count: p.recent_count,

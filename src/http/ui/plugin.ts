@@ -1,8 +1,9 @@
 import querystring from 'node:querystring';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { refuseCrossSite } from '../same-origin.ts';
 import { type Assets, registerAssetRoutes } from './assets.ts';
-import type { UiDeps } from './context.ts';
+import { layoutContext, type UiDeps } from './context.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
@@ -27,15 +28,21 @@ function registerFormParser(app: FastifyInstance): void {
 /**
  * The web UI (spec 4.3, 4.5 to 4.9): dashboard, log, detail, providers, settings and /static.
  * Its routes live in one encapsulated context that adds the security headers (CSP and friends)
- * to every response, errors included, and parses form posts.
+ * to every response, errors included, refuses cross-site posts and parses form posts.
  */
 export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
   return fp(
     async (app: FastifyInstance) => {
+      // A browser that lands on a problem (an unknown URL, an unknown event) sees it in the layout.
+      app.problemPages.render = (problem) => ({
+        html: deps.views.render('pages/problem.njk', { ...layoutContext(deps, 'problem'), problem }),
+        headers: securityHeaders,
+      });
       await app.register(async (ui) => {
         ui.addHook('onSend', async (_request, reply) => {
           for (const [name, value] of Object.entries(securityHeaders)) reply.header(name, value);
         });
+        refuseCrossSite(ui, deps.config);
         registerFormParser(ui);
         registerAssetRoutes(ui, deps.assets);
         registerPages(ui, deps);

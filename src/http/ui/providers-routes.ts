@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.ts';
-import { GENERIC_NAME_PATTERN, genericProviderName } from '../../domain/provider/names.ts';
+import { GENERIC_NAME_PATTERN, genericProviderName, NAME_RULE } from '../../domain/provider/names.ts';
 import type { ProviderState } from '../../domain/provider/state.ts';
 import { HooklineError } from '../../errors.ts';
 import type { Ingestion } from '../../ingest/index.ts';
 import { isTrustedPeer, parseTrustedProxies } from '../../ingest/source-ip.ts';
 import { generateToken, hashToken } from '../../ingest/token.ts';
+import { refuseCrossSite } from '../same-origin.ts';
 import { renderFragment } from './fragments.ts';
 import { securityHeaders } from './security.ts';
 
@@ -32,56 +33,6 @@ export interface ProviderView {
  */
 export function renderProviderFragment(view: ProviderView): string {
   return renderFragment('fragments/provider-toggle.njk', { provider: view });
-}
-
-/** The Host names that only this machine can answer for: a DNS-rebinding page never has one. */
-function isLoopbackHost(host: string): boolean {
-  let name: string;
-  try {
-    name = new URL(`http://${host}`).hostname;
-  } catch {
-    return false;
-  }
-  return name === 'localhost' || name === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
-}
-
-/** A request that asks for JSON and not HTML: the CLI and scripts, never a browser's form post. */
-const wantsJsonOnly = (accept: string | undefined): boolean =>
-  /\bapplication\/json\b/i.test(accept ?? '') && !/\btext\/html\b/i.test(accept ?? '');
-
-/**
- * Browser safety (design.md, docs/reference/screens.md): a form post must come from one of our own pages.
- * 1. `Sec-Fetch-Site`, which browsers send to https and loopback origins, decides when present:
- *    `same-origin`, or `none` (the user's own action), passes. A DNS-rebinding page never gets
- *    `same-origin` here: over http its browser sends no Sec-Fetch-Site, and over https our server
- *    cannot present a certificate for the attacker's name.
- * 2. Else `Origin`, which the Fetch standard puts on every POST a browser makes (`null` from
- *    sandboxes and cross-site redirects), must be the origin of HOOKLINE_BASE_URL. The request's
- *    own Host stands in for it only when that Host is a loopback name (localhost, 127.x, [::1]), so
- *    `http://127.0.0.1:<port>` works without a base URL: a DNS-rebinding page is served under its
- *    own host name, which is what its Host and Origin then say, and that is never loopback.
- * 3. Neither header: no browser sends such a POST. A client asking for JSON only (the CLI, a
- *    script) passes; one asking for HTML is a form post from an old or odd browser and is refused.
- */
-export function assertSameOrigin(request: FastifyRequest, config: Config): void {
-  const refuse = () => new HooklineError('cross_site', 'cross-site form posts are refused');
-  const site = request.headers['sec-fetch-site'];
-  if (typeof site === 'string') {
-    if (site === 'same-origin' || site === 'none') return;
-    throw refuse();
-  }
-  const origin = request.headers.origin;
-  if (origin === undefined) {
-    if (wantsJsonOnly(request.headers.accept)) return;
-    throw refuse();
-  }
-  if (origin === new URL(config.baseUrl).origin) return;
-  const host = request.headers.host;
-  if (host && isLoopbackHost(host)) {
-    const own = ['http', 'https'].map((scheme) => new URL(`${scheme}://${host}`).origin);
-    if (own.includes(origin)) return;
-  }
-  throw refuse();
 }
 
 const wantsJson = (request: FastifyRequest) => /\bapplication\/json\b/i.test(request.headers.accept ?? '');
@@ -137,6 +88,7 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
   return fp(
     async (app) => {
       await app.register(async (scope) => {
+        refuseCrossSite(scope, config);
         // These routes answer HTML fragments (and problems) outside the UI plugin: the same headers.
         scope.addHook('onSend', async (_request, reply) => {
           for (const [name, value] of Object.entries(securityHeaders)) reply.header(name, value);
@@ -153,10 +105,9 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
         );
 
         scope.post('/providers', async (request, reply) => {
-          assertSameOrigin(request, config);
           const name = field(request, 'name')?.trim() ?? '';
           if (!GENERIC_NAME_PATTERN.test(name)) {
-            throw new HooklineError('invalid_body', 'name must match ^[a-z0-9][a-z0-9_-]{0,63}$', {
+            throw new HooklineError('invalid_body', `the name must be ${NAME_RULE}`, {
               field: 'name',
             });
           }
@@ -179,7 +130,6 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
         });
 
         scope.post('/providers/:name/enabled', async (request, reply) => {
-          assertSameOrigin(request, config);
           const { name } = request.params as { name: string };
           // An unknown name is 404 whatever the form says (spec 4.8); the decision checks it again.
           if (!(await ingestion.directory.load(name))?.state.exists) {

@@ -9,8 +9,8 @@ import { createIdentityResolver } from '../../auth/identity.ts';
 import { QUARANTINE, queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../rules/quarantine-release.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
-import { assertSameOrigin } from './providers-routes.ts';
 
 const TodoParam = z.string().regex(/^td_[a-z2-7]{20}$/);
 
@@ -91,13 +91,12 @@ export function registerQuarantinePage(app: FastifyInstance, deps: UiDeps): void
   });
 
   app.post<{ Params: { todo_id: string } }>('/quarantine/:todo_id/release', async (request, reply) => {
-    assertSameOrigin(request, deps.config);
     const todoId = TodoParam.safeParse(request.params.todo_id);
     if (!todoId.success) throw new HooklineError('not_found', 'no held delivery of yours has that todo id');
     const body = (request.body ?? {}) as Record<string, unknown>;
     const queue = queueNameSchema.safeParse(body.queue);
     if (!queue.success) {
-      throw new HooklineError('invalid_body', z.prettifyError(queue.error), { field: 'queue' });
+      throw new HooklineError('invalid_body', summarizeZod(queue.error), { field: 'queue' });
     }
     const operator = operatorOf(request);
     const { position } = await releaseHeld(

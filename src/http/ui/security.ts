@@ -17,7 +17,7 @@ export const contentSecurityPolicy = [
 export const securityHeaders: Readonly<Record<string, string>> = Object.freeze({
   'content-security-policy': contentSecurityPolicy,
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',

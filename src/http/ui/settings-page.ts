@@ -4,7 +4,6 @@ import { type SettingName, type Settings, settingBounds, settingNames } from '..
 import { DEFAULT_RETENTION_INTERVAL_MS } from '../../retention/job.ts';
 import { changeSettings } from '../../settings/change.ts';
 import { actorOf, layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
-import { assertSameOrigin } from './providers-routes.ts';
 
 /** A form value as a number: whole decimal numbers only; anything else is NaN and refused (422). */
 function toNumber(value: unknown): number {
@@ -53,7 +52,6 @@ export function registerSettingsPage(app: FastifyInstance, deps: UiDeps): void {
   });
 
   app.post('/settings', async (request, reply) => {
-    assertSameOrigin(request, deps.config);
     const body = (request.body ?? {}) as Record<string, unknown>;
     const values: Partial<Record<SettingName, number>> = {};
     for (const name of settingNames) if (name in body) values[name] = toNumber(body[name]);

@@ -29,8 +29,8 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
 
   const watch = (p: Page) => {
     p.on('console', (m) => {
-      // The 409 and 422 answers are the point of two tests; htmx and Chromium log them.
-      if (m.type() === 'error' && !/\b(409|422)\b/.test(m.text())) {
+      // The 404, 409 and 422 answers are the point of three tests; htmx and Chromium log them.
+      if (m.type() === 'error' && !/\b(404|409|422)\b/.test(m.text())) {
         problems.push(`${current}: console on ${p.url()}: ${m.text()}`);
       }
     });
@@ -124,6 +124,9 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
       expect(await p.getAttribute('.live-pill', 'data-connection')).toBe('idle');
       expect(await p.textContent('[data-provider="codehost"] [data-field="recent_count"]')).toBe('1');
       expect(await p.textContent('[data-total-recent]')).toBe('1');
+      // A `status` does not make a provider without its secret look ready (issue 15).
+      expect(await p.textContent('[data-provider="payments"] [data-field="enabled"]')).toBe('Not configured');
+      expect(await p.textContent('[data-provider="codehost"] [data-field="enabled"]')).toBe('Enabled');
       expect(await p.evaluate(() => (window as unknown as { __samePage?: boolean }).__samePage)).toBe(true);
       await shot('dashboard-idle-after-status', p);
     } finally {
@@ -141,7 +144,25 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
     expect(await page.locator(`#log-results tr[data-id="${other.id}"]`).count()).toBe(0);
     const first = await page.locator('#log-results tbody tr').first().getAttribute('data-id');
     expect(Number(first)).toBe(push.id);
+    // The footer counts the rows shown, the live one included (issue 15).
+    const rows = await page.locator('#log-results tbody tr').count();
+    expect(await page.textContent('#log-results [data-shown-count]')).toBe(String(rows));
     await shot('log');
+  });
+
+  it('shows a mistyped URL and an unknown event as a page in the layout, not JSON', async () => {
+    for (const [path, status, detail] of [
+      ['/setings', 404, 'no route for GET /setings'],
+      ['/log/99999999', 404, 'no event with id 99999999'],
+    ] as const) {
+      const res = await page.goto(`${s.url}${path}`);
+      expect(res?.status(), path).toBe(status);
+      expect(res?.headers()['content-type']).toMatch(/^text\/html/);
+      expect(await page.textContent('main h1')).toBe('Not found');
+      expect(await page.textContent('main [data-field="detail"]')).toBe(detail);
+      expect(await page.locator('nav.nav a[href="/settings"]').count()).toBe(1);
+    }
+    await shot('not-found');
   });
 
   it('applies the filter form through htmx and keeps the URL', async () => {
@@ -266,6 +287,19 @@ describe.runIf(hasChromium && hasPg)('screens in headless Chromium', () => {
             // Nothing on any screen is wider than the phone's.
             const width = await p.evaluate(() => document.documentElement.scrollWidth);
             expect(width, path).toBeLessThanOrEqual(390);
+            // Every link of the navigation is whole on the screen (issue 15: Settings was cut off).
+            const cut = await p.evaluate(() =>
+              Array.from(document.querySelectorAll('.nav a'))
+                .filter((a) => {
+                  const r = a.getBoundingClientRect();
+                  const nav = a.parentElement!.getBoundingClientRect();
+                  return (
+                    r.left < 0 || r.right > window.innerWidth || r.right > nav.right + 1 || r.width === 0
+                  );
+                })
+                .map((a) => a.textContent),
+            );
+            expect(cut, path).toEqual([]);
           }
         }
       }

@@ -47,6 +47,19 @@ describe('GET /quarantine and POST /quarantine/{todo_id}/release (screens)', () 
 
   it('shows a faulted delivery with its reason, escaped; releases it same-origin only', async () => {
     const api = await operator(server.url, USER);
+    // An unknown filter value is invalid_filter, said in words (issue 15).
+    for (const [query, field, detail] of [
+      ['state=bogus', 'state', 'state: expected one of held, released or all'],
+      ['limit=0', 'limit', 'limit: expected a whole number from 1 to 200'],
+    ]) {
+      const bad = await api.call<{ code: string; detail: string; field: string }>(
+        'GET',
+        `/quarantine?${query}`,
+      );
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ code: 'invalid_filter', field, detail });
+      expect(bad.body.detail).not.toMatch(/[✖→]/);
+    }
     const vended = await api.call<Vended>('POST', '/endpoints', {
       name: 'quarantine-ui-agent',
       queue: 'work',

@@ -68,7 +68,7 @@ describe('security headers', () => {
       expect(csp).not.toContain('unsafe-inline');
       expect(csp).not.toContain('unsafe-eval');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
-      expect(res.headers['referrer-policy']).toBe('no-referrer');
+      expect(res.headers['referrer-policy']).toBe('same-origin');
     }
   });
 
@@ -119,6 +119,38 @@ describe('dashboard', () => {
     // Seeded in March 2026 by their received_at: older than 24 hours for the count, shown as last event.
     const codehost = /data-provider="codehost"[\s\S]*?<\/article>/.exec(html)![0];
     expect(codehost).toContain('datetime="2026-03-01T10:00:04.000Z"');
+    expect(codehost).toContain('data-configured="true"');
+    expect(codehost).toContain('data-field="enabled">Enabled<');
+  });
+
+  it('shows a signed provider without its secret as not configured, naming the variable (issue 15)', async () => {
+    const html = (await inject('/')).body;
+    for (const [name, variable] of [
+      ['payments', 'HOOKLINE_PAYMENTS_SECRET'],
+      ['chat', 'HOOKLINE_CHAT_SECRET'],
+    ]) {
+      const card = new RegExp(`data-provider="${name}"[\\s\\S]*?</article>`).exec(html)![0];
+      expect(card).toContain('data-configured="false"');
+      expect(card).toContain('data-field="enabled">Not configured<');
+      expect(card).toContain(`Set <code>${variable}</code> to receive deliveries.`);
+      expect(card).not.toContain('Enabled');
+    }
+    const providers = (await inject('/providers')).body;
+    const row = /data-provider-row="payments"[\s\S]*?<\/tr>/.exec(providers)![0];
+    expect(row).toContain('data-configured="false"');
+    expect(row).toContain(
+      '<strong>Not configured</strong>: deliveries get 404 until <code>HOOKLINE_PAYMENTS_SECRET</code> is set',
+    );
+    const json = (await inject('/providers', { accept: 'application/json' })).json() as {
+      name: string;
+      configured: boolean;
+      configure_with: string | null;
+    }[];
+    expect(json.find((p) => p.name === 'chat')).toMatchObject({
+      configured: false,
+      configure_with: 'HOOKLINE_CHAT_SECRET',
+    });
+    expect(json.find((p) => p.name === 'codehost')).toMatchObject({ configured: true });
   });
 });
 
@@ -158,6 +190,38 @@ describe('log', () => {
     const second = (await inject(older!)).body;
     expect(rowIds(second)).toEqual([ids[2], ids[1]]);
     expect(second).toContain('data-live="false"');
+  });
+
+  it('answers a browser with a page in the layout, and programs and htmx with the problem document', async () => {
+    const browser = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    for (const [url, status, code] of [
+      ['/nope', 404, 'not_found'],
+      ['/log/999999', 404, 'not_found'],
+      ['/log?limit=0', 400, 'invalid_filter'],
+    ] as const) {
+      const page = await inject(url, browser);
+      expect(page.statusCode, url).toBe(status);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(page.body).toContain(`data-problem="${code}"`);
+      expect(page.body).toContain('<nav class="nav" aria-label="Main">');
+      const programs: Record<string, string>[] = [
+        {},
+        { accept: 'application/json' },
+        { ...browser, 'hx-request': 'true' },
+      ];
+      for (const headers of programs) {
+        const res = await inject(url, headers);
+        expect(res.statusCode).toBe(status);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.json()).toMatchObject({ status, code });
+      }
+    }
+    // The API and the other program surfaces keep their problem documents even for a browser.
+    for (const url of ['/api/v1/nope', '/webhooks/nope', '/mcp/nope', '/static/nope.css']) {
+      const res = await inject(url, browser);
+      expect(res.headers['content-type'], url).toMatch(/^application\/(problem\+)?json/);
+    }
   });
 
   it('answers 400 with a problem document naming the invalid filter', async () => {

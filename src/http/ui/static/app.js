@@ -112,7 +112,8 @@
   function updateCard(card, p) {
     card.querySelector('[data-field="recent_count"]').textContent = formatCount(p.recent_count);
     if (p.last_event_at) setTime(card.querySelector('[data-field="last_event_at"]'), p.last_event_at, true);
-    if (typeof p.enabled === 'boolean') {
+    // An unconfigured provider keeps saying so: a `status` knows its switch, not its secret.
+    if (typeof p.enabled === 'boolean' && card.dataset.configured !== 'false') {
       card.dataset.enabled = String(p.enabled);
       const state = card.querySelector('[data-field="enabled"]');
       if (state) state.textContent = p.enabled ? 'Enabled' : 'Disabled';
@@ -228,6 +229,9 @@
       }
       const empty = view.querySelector('[data-log-empty]');
       if (empty) empty.hidden = true;
+      // The footer counts the rows the page shows, live ones included.
+      const shown = view.querySelector('[data-shown-count]');
+      if (shown) shown.textContent = formatCount(body.children.length);
     }
   }
 
