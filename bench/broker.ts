@@ -23,7 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
-import { DELIVERIES_STREAM } from '../src/domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM } from '../src/domain/delivery/events.ts';
 import { BROKER_GROUP, startBrokerConsumers } from '../src/ingest/broker/index.ts';
 import { createIngestion } from '../src/ingest/index.ts';
 import { createRuntime } from '../src/runtime.ts';

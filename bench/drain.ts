@@ -20,12 +20,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { vendEndpoint } from '../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
-import { pushTodo } from '../src/domain/todo/push.ts';
+import { vendEndpoint } from '../src/endpoints/vend.ts';
 import { createFollowUps } from '../src/follow-up.ts';
 import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { pushTodo } from '../src/todos/push.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({

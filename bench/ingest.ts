@@ -82,10 +82,10 @@ async function serveHookline(): Promise<number> {
     HOOKLINE_HOST: '127.0.0.1',
     HOOKLINE_PORT: '0',
   });
-  const { handleSettingsCommand } = await import('../src/domain/settings/handler.ts');
+  const { changeSettings } = await import('../src/settings/change.ts');
   const runtime = await createRuntime(config);
   // Retention off (0 = unlimited for both limits), as the targets are defined.
-  await handleSettingsCommand(runtime, {
+  await changeSettings(runtime, {
     type: 'ChangeSettings',
     values: { retention_max_rows: 0, retention_max_age_days: 0 },
     actor: 'bench',

@@ -11,10 +11,10 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
+import { createLogCounter } from '../projections/engine/lag.ts';
+import { createLockSession } from '../projections/engine/lock.ts';
+import { type RebuildDeps, rebuildProjection } from '../projections/engine/rebuild.ts';
 import { allProjections } from '../projections/index.ts';
-import { createLogCounter } from '../projections/lag.ts';
-import { createLockSession } from '../projections/lock.ts';
-import { type RebuildDeps, rebuildProjection } from '../projections/rebuild.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { openPostgres } from '../src/db/open.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';

@@ -12,8 +12,8 @@ import { createRuleEngine, type RuleSource, toRuleDelivery } from '../rules-sand
 import { buildApp } from '../src/app.ts';
 import { packageVersion } from '../src/cli/package.ts';
 import { loadConfig } from '../src/config.ts';
-import { vendEndpoint } from '../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
+import { vendEndpoint } from '../src/endpoints/vend.ts';
 import { jsonEvent } from '../src/eventstore/codec.ts';
 import { createRuntime } from '../src/runtime.ts';
 

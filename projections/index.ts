@@ -1,13 +1,13 @@
-import { agentsProjection } from './agents.ts';
-import { endpointsProjection } from './endpoints.ts';
-import { logProjection } from './log.ts';
-import { providersProjection } from './providers.ts';
-import { quarantineProjection } from './quarantine.ts'; // RULES (issue 7)
-import { settingsProjection } from './settings.ts';
-import { streamStatsProjection } from './stream-stats.ts';
-import { todosProjection } from './todos.ts';
-import type { Projection } from './types.ts';
-import { webhooksProjection } from './webhooks.ts';
+import { agentsProjection } from './agents.projection.ts';
+import { endpointsProjection } from './endpoints.projection.ts';
+import type { Projection } from './engine/types.ts';
+import { logProjection } from './log.projection.ts';
+import { providersProjection } from './providers.projection.ts';
+import { quarantineProjection } from './quarantine.projection.ts'; // RULES (issue 7)
+import { settingsProjection } from './settings.projection.ts';
+import { streamStatsProjection } from './stream-stats.projection.ts';
+import { todosProjection } from './todos.projection.ts';
+import { webhooksProjection } from './webhooks.projection.ts';
 
 /** Every read model the runner keeps. Add a projection with one line. */
 export const allProjections: Projection[] = [

@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { HooklineError } from '../src/errors.ts';
-import { RULE_LIMITS, ruleHash, structuralProblems } from './limits.ts';
+import { ruleHash, SANDBOX_LIMITS, structuralProblems } from './limits.ts';
 import type { HostMessage, SandboxCounters, SandboxLimits, SandboxMessage, WireRule } from './protocol.ts';
 import type {
   CompileProblem,
@@ -50,10 +50,10 @@ const WATCHDOG_SLACK_MS = 1_000;
 const unavailable = (detail: string) => new HooklineError('sandbox_unavailable', detail);
 
 function sandboxLimits(options: RuleEngineOptions): SandboxLimits {
-  const memoryLimitMb = options.memoryLimitMb ?? RULE_LIMITS.maxMemoryLimitMb;
-  if (memoryLimitMb < RULE_LIMITS.minMemoryLimitMb || memoryLimitMb > RULE_LIMITS.maxMemoryLimitMb) {
+  const memoryLimitMb = options.memoryLimitMb ?? SANDBOX_LIMITS.maxMemoryLimitMb;
+  if (memoryLimitMb < SANDBOX_LIMITS.minMemoryLimitMb || memoryLimitMb > SANDBOX_LIMITS.maxMemoryLimitMb) {
     throw new RangeError(
-      `memoryLimitMb must be ${RULE_LIMITS.minMemoryLimitMb} to ${RULE_LIMITS.maxMemoryLimitMb}`,
+      `memoryLimitMb must be ${SANDBOX_LIMITS.minMemoryLimitMb} to ${SANDBOX_LIMITS.maxMemoryLimitMb}`,
     );
   }
   const deadlineMs = options.deadlineMs ?? 250;

@@ -1,7 +1,7 @@
 // The rule sandbox's public surface. Everything else in this folder is internal.
 export { parseForm, type StoredDeliveryView, toRuleDelivery } from './delivery.ts';
 export { createRuleEngine } from './engine.ts';
-export { RULE_LIMITS, routeQueueProblem, ruleHash, structuralProblems } from './limits.ts';
+export { RULE_LIMITS, routeQueueProblem, ruleHash, SANDBOX_LIMITS, structuralProblems } from './limits.ts';
 export type {
   Action,
   CompileProblem,

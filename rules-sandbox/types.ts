@@ -1,66 +1,20 @@
+import type { CompileProblem, FaultedOutcome, Outcome, RuleSource } from '../src/domain/webhook/rules.ts';
 import type { Delivery } from './rules.d.ts';
 
+// What a rule is, and what evaluating one can come to, are the domain's (src/domain/webhook/rules.ts).
+export type {
+  CompileProblem,
+  FaultedOutcome,
+  FaultReason,
+  Outcome,
+  RuleRef,
+  RuleSource,
+} from '../src/domain/webhook/rules.ts';
+export { FAULT_REASONS } from '../src/domain/webhook/rules.ts';
 export type { Action, Delivery, FormObject, JsonValue, Rule } from './rules.d.ts';
-
-/** One stored rule: a stable id (for list/move/update verbs and fault reports) and its source. */
-export interface RuleSource {
-  readonly id: string;
-  /** A JavaScript expression that evaluates to a `(delivery) => action` function. */
-  readonly source: string;
-}
 
 /** What a rule is evaluated against; `toRuleDelivery` builds it from a stored delivery. */
 export type RuleDelivery = Delivery;
-
-/** The rule an outcome names: its id and its position (0-based) in the evaluated list. */
-export interface RuleRef {
-  readonly id: string;
-  readonly index: number;
-}
-
-/**
- * Why evaluation stopped without a decision. `invalid`: the rule returned something that is not
- * an action. `crashed`: the sandbox process died (or hung and was killed) under the evaluation.
- */
-export type FaultReason = 'threw' | 'invalid' | 'timeout' | 'memory' | 'cpu' | 'compile' | 'crashed';
-
-export const FAULT_REASONS: readonly FaultReason[] = [
-  'threw',
-  'invalid',
-  'timeout',
-  'memory',
-  'cpu',
-  'compile',
-  'crashed',
-];
-
-export interface FaultedOutcome {
-  readonly kind: 'faulted';
-  /** The rule that faulted; null when no single rule is to blame (the sandbox process died, the
-   * delivery itself was too large to copy in). */
-  readonly rule: RuleRef | null;
-  readonly reason: FaultReason;
-  /** Short, human-readable; never contains host paths or stack traces. */
-  readonly message: string;
-}
-
-/**
- * The result of evaluating a webhook's rules against one delivery. `held` is a rule's quarantine
- * action; `default` means every rule continued. A faulted delivery is held in quarantine too
- * (fail closed); the caller records which of the two happened.
- */
-export type Outcome =
-  | { readonly kind: 'routed'; readonly queue: string; readonly rule: RuleRef }
-  | { readonly kind: 'dropped'; readonly rule: RuleRef }
-  | { readonly kind: 'held'; readonly rule: RuleRef }
-  | { readonly kind: 'default' }
-  | FaultedOutcome;
-
-/** A rule of the list that does not compile, or whose source is not a function expression. */
-export interface CompileProblem {
-  readonly rule: RuleRef;
-  readonly message: string;
-}
 
 export interface DryRunReport {
   /** True when every rule compiles and no delivery faulted. */

@@ -1,23 +1,28 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
+import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
+import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
-import { createProviderRoutes } from './http/providers-routes.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
+import { createProviderRoutes } from './http/ui/providers-routes.ts';
 import { createWebhookRoutes } from './http/webhooks.ts';
 import { startBrokerConsumers } from './ingest/broker/index.ts';
+import { createEndpointWebhookReceiver } from './ingest/endpoint-webhook.ts';
 import { createIngestion } from './ingest/index.ts';
 import type { LiveHubOptions } from './live/hub.ts';
 import { createLive, livePlugin } from './live/index.ts';
 import { createMcp } from './mcp/index.ts';
 import { retentionPlugin } from './retention/plugin.ts';
+import { createWebhookRouter } from './rules/router.ts';
 import type { Runtime } from './runtime.ts';
+import { createSecretBox } from './webhooks/secret-box.ts';
 
 export interface BuildAppOptions {
   /** Log each request (default true; tests may turn it off). */
@@ -88,9 +93,24 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
-  const mcp = createMcp(runtime, live.hub, ingestion.recorder); // MCP per endpoint, doorbell, lease expiry
+  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route.
+  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
+  const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
-  await app.register(mcp.webhookRoutes); // POST /webhooks/w/<token>
+  // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
+  const followUps = createFollowUps({ logger: runtime.logger });
+  runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
+  const receiver = createEndpointWebhookReceiver({
+    store: runtime.store,
+    clock: runtime.clock,
+    config,
+    db: runtime.db,
+    recorder: ingestion.recorder,
+    followUps,
+    openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
+    router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
+  });
+  await app.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
 
   return app;
 }

@@ -31,7 +31,7 @@ function intIn(min: number, max: number, what: string) {
 const nonEmpty = (what: string) => z.string().min(1, { error: `expected ${what}, not an empty value` });
 
 /**
- * Every environment variable hookline reads. The README's configuration table mirrors this
+ * Every environment variable hookline reads. The table of docs/reference/configuration.md mirrors this
  * schema; keep the two in step. Each check carries its expectation in words (a ConfigError
  * shows it after the variable's name), never a bare "Invalid URL" or a raw regular expression.
  */

@@ -1,7 +1,9 @@
+import { DomainError } from './domain/errors.ts';
+
 /**
  * The one closed set of errors that may reach a client. Each code has a stable HTTP status and
  * title; the error handler (src/http/errors-plugin.ts) turns any of them into an RFC 9457 problem
- * document. Domain code throws these, never an HTTP type.
+ * document. The domain throws DomainError (a code, no status), which `asHooklineError` maps here.
  */
 export const errorCatalog = {
   bad_request: { status: 400, title: 'Bad request' },
@@ -50,7 +52,7 @@ export interface ProblemDocument {
   [extension: string]: unknown;
 }
 
-/** Problem `type` URIs are stable and documented in the README: `urn:hookline:problem:<code>`. */
+/** Problem `type` URIs are stable and documented in docs/reference/problems.md: `urn:hookline:problem:<code>`. */
 export const problemType = (code: ErrorCode): string => `urn:hookline:problem:${code.replace(/_/g, '-')}`;
 
 export class HooklineError extends Error {
@@ -88,3 +90,15 @@ export class HooklineError extends Error {
 }
 
 export const isHooklineError = (e: unknown): e is HooklineError => e instanceof HooklineError;
+
+/**
+ * Any error as one of ours, when it is: a HooklineError as is, a domain refusal (DomainError) as
+ * the HooklineError of the same code (every domain code is in the catalogue: the constructor's type
+ * says so), message and extensions. Undefined for anything else.
+ */
+export function asHooklineError(e: unknown): HooklineError | undefined {
+  if (e instanceof HooklineError) return e;
+  if (e instanceof DomainError)
+    return new HooklineError(e.code, e.message, { ...e.extensions }, { cause: e });
+  return undefined;
+}

@@ -1,21 +1,21 @@
-import { createProjectionHealth } from '../projections/health.ts';
+import { createProjectionHealth } from '../projections/engine/lag-health.ts';
+import { createProjectionRunner } from '../projections/engine/runner.ts';
+import type { ProjectionRunner } from '../projections/engine/types.ts';
 import { allProjections } from '../projections/index.ts';
-import { createProjectionRunner } from '../projections/runner.ts';
-import type { ProjectionRunner } from '../projections/types.ts';
 import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; // RULES (issue 7)
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { openPglite, openPostgres, type SqlDatabase } from './db/open.ts';
-import { assertQuarantineReserved } from './domain/quarantine-guard.ts'; // RULES (issue 7)
 import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
-import { createHealthRegistry, type HealthRegistry } from './health.ts';
+import { createHealthRegistry, type HealthRegistry } from './health-registry.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { ReplayClient, ReplayClientOptions } from './replay/index.ts'; // RULES (issue 7)
 import { createLazyReplayClient } from './replay/lazy.ts'; // RULES (issue 7)
-import { createLazyRuleEngine } from './routing/engine.ts'; // RULES (issue 7)
+import { createLazyRuleEngine } from './rules/engine.ts'; // RULES (issue 7)
+import { assertQuarantineReserved } from './rules/reserved-queue.ts'; // RULES (issue 7)
 
 /**
  * Everything a running hookline holds, built once and passed explicitly (style.md §3). Tests build

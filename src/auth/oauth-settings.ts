@@ -16,7 +16,7 @@ export const ACCESS_TOKEN_TTL_S = 10 * 60;
 export const REFRESH_TOKEN_TTL_S = 30 * 24 * 60 * 60;
 export const GRANT_TTL_S = 30 * 24 * 60 * 60;
 
-/** Paths of the authorization server, relative to the base URL (documented in the README). */
+/** Paths of the authorization server, relative to the base URL (documented in docs/reference/api.md). */
 export const OAUTH_ROUTES = {
   authorization: '/oauth/authorize',
   token: '/oauth/token',

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
-import type { AgentTables } from '../../projections/agents.ts';
-import type { EndpointTables } from '../../projections/endpoints.ts';
-import type { LogTables } from '../../projections/log.ts';
-import type { ProviderTables } from '../../projections/providers.ts';
-import type { QuarantineTables } from '../../projections/quarantine.ts'; // RULES (issue 7)
-import type { SettingsTables } from '../../projections/settings.ts';
-import type { TodoTables } from '../../projections/todos.ts';
-import type { WebhookTables } from '../../projections/webhooks.ts';
+import type { AgentTables } from '../../projections/agents.table.ts';
+import type { EndpointTables } from '../../projections/endpoints.table.ts';
+import type { LogTables } from '../../projections/log.table.ts';
+import type { ProviderTables } from '../../projections/providers.table.ts';
+import type { QuarantineTables } from '../../projections/quarantine.table.ts';
+import type { SettingsTables } from '../../projections/settings.table.ts';
+import type { TodoTables } from '../../projections/todos.table.ts';
+import type { WebhookTables } from '../../projections/webhooks.table.ts';
 import type { OAuthTables } from '../auth/oauth-tables.ts';
 
 /**

@@ -14,6 +14,10 @@ export function jsonEvent(type: string, data: unknown, metadata?: unknown, id?: 
   };
 }
 
+/** A domain event (`{ type, data }`, data JSON) as the store takes it: the one encoder. */
+export const encodeEvent = (event: { readonly type: string; readonly data: unknown }): EventData =>
+  jsonEvent(event.type, event.data);
+
 export function parseData<T = unknown>(event: Pick<RecordedEvent, 'data'>): T {
   return JSON.parse(decoder.decode(event.data)) as T;
 }

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import ipaddr from 'ipaddr.js';
-import type { ProjectionRunner } from '../../projections/types.ts';
+import type { ProjectionRunner } from '../../projections/engine/types.ts';
 import { HooklineError } from '../errors.ts';
 import { toHooklineError } from './errors-plugin.ts';
 

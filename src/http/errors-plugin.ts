@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ZodError } from 'zod';
-import { HooklineError, type ProblemDocument } from '../errors.ts';
+import { asHooklineError, HooklineError, type ProblemDocument } from '../errors.ts';
 import { EventTooLargeError, StoreUnavailableError, WrongExpectedVersionError } from '../eventstore/port.ts';
 import { redactUrl } from './redact-url.ts';
 
@@ -13,7 +13,8 @@ import { redactUrl } from './redact-url.ts';
  * else is application/problem+json. A 5xx never shows internals.
  */
 export function toHooklineError(error: unknown): HooklineError {
-  if (error instanceof HooklineError) return error;
+  const known = asHooklineError(error);
+  if (known) return known;
   if (error instanceof ZodError) {
     return new HooklineError('invalid_body', summarizeZod(error), {
       errors: error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import type { DB } from '../db/database.ts';
 import { HooklineError } from '../errors.ts';
-import type { HealthRegistry } from '../health.ts';
+import type { HealthRegistry } from '../health-registry.ts';
 
 export interface HealthDeps {
   readonly db: DB;

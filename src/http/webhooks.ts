@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
-import type { ProviderState } from '../domain/provider/index.ts';
 import { GENERIC_NAME_PATTERN, genericProviderName } from '../domain/provider/names.ts';
+import type { ProviderState } from '../domain/provider/state.ts';
 import { HooklineError } from '../errors.ts';
 import type { Ingestion } from '../ingest/index.ts';
 import { isSignedProvider } from '../ingest/signatures/index.ts';

@@ -1,33 +1,28 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Kysely } from 'kysely';
-import { findWebhookByTokenHash } from '../../projections/webhooks.ts';
+import { findWebhookByTokenHash } from '../../projections/webhooks.queries.ts';
 import { hashCredential } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
+import { handleCommand } from '../commands/handle-command.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import { DELIVERIES_STREAM, type DeliveryMetadata, type IngestAck } from '../domain/delivery/metadata.ts';
-import { loadAggregate } from '../domain/endpoint/aggregate.ts';
-import { ringDoorbell } from '../domain/endpoint/doorbell.ts';
-import { newId } from '../domain/endpoint/ids.ts';
-import { QUARANTINE } from '../domain/endpoint/queue.ts'; // RULES (issue 7)
-import { loadEndpoint } from '../domain/endpoint/resolve.ts';
-import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
-import { decideCreateTodo } from '../domain/todo/decide.ts';
-import { initialTodoState, todoStream } from '../domain/todo/state.ts';
-import {
-  evolveWebhook,
-  initialWebhookState,
-  type WebhookState,
-  webhookStream,
-} from '../domain/webhook/decide.ts';
-import { isWebhookEventType, type WebhookEvent } from '../domain/webhook/events.ts';
+import { DELIVERIES_STREAM, type IngestAck } from '../domain/delivery/events.ts';
+import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state.ts';
+import { decodeDeliveryMetadata } from '../domain/events.ts';
+import { QUARANTINE } from '../domain/queue.ts'; // RULES (issue 7)
+import { todoDecider } from '../domain/todo/decide.ts';
+import { todoStream } from '../domain/todo/events.ts';
+import type { ActiveWebhook, WebhookSigning } from '../domain/webhook/state.ts';
+import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
-import { jsonEvent, parseMetadata } from '../eventstore/codec.ts';
 import { type EventStore, isWrongExpectedVersion, type RecordedEvent } from '../eventstore/port.ts';
 import type { FollowUps, Step } from '../follow-up.ts';
-import type { RoutingPlan, WebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
+import { newId } from '../ids.ts';
+import type { RoutingPlan, WebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
+import { ringDoorbell } from '../todos/doorbell.ts';
+import { loadWebhook } from '../webhooks/load.ts';
+import { checkStandardWebhook } from '../webhooks/signing.ts';
 import { checkBody, type ParsedBody } from './body.ts';
-import { checkStandardWebhook, loadWebhookSigning, type WebhookSigning } from './endpoint-webhook-signing.ts';
 import { extractIdentity } from './extract.ts';
 import type { DeliveryRecorder } from './recorder.ts';
 import { sanitizeHeaders } from './sanitize.ts';
@@ -43,12 +38,12 @@ export interface EndpointWebhookDeps {
   readonly followUps: FollowUps;
   /** Opens a sealed signing secret (the MCP secret box). */
   readonly openSecret: (sealed: string, webhookId: string) => string;
-  /** RULES (issue 7): rules and routes decide the queue (src/routing); absent: the webhook's queue. */
+  /** RULES (issue 7): rules and routes decide the queue (src/rules); absent: the webhook's queue. */
   readonly router?: WebhookRouter;
 }
 
 export interface WebhookTarget {
-  readonly webhook: Extract<WebhookState, { status: 'active' }>;
+  readonly webhook: ActiveWebhook;
   readonly endpoint: EndpointFacts;
   readonly signing: WebhookSigning | null;
 }
@@ -80,20 +75,14 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw new HooklineError('not_found', NOT_FOUND);
     const row = await findWebhookByTokenHash(deps.db, hashCredential(token));
     if (!row) throw new HooklineError('not_found', NOT_FOUND);
-    const { state: webhook } = await loadAggregate<WebhookState, WebhookEvent>(
-      store,
-      webhookStream(row.id),
-      initialWebhookState,
-      evolveWebhook,
-      isWebhookEventType,
-    );
+    const { state } = await loadWebhook(store, row.id);
+    const { webhook, signing } = state;
     if (webhook.status !== 'active') throw new HooklineError('not_found', NOT_FOUND);
     const { state: endpoint } = await loadEndpoint(store, webhook.endpointId);
     if (endpoint.status !== 'active' || isExpired(endpoint, clock.now())) {
       throw new HooklineError('not_found', NOT_FOUND);
     }
-    const { status: _status, ...facts } = endpoint;
-    return { webhook, endpoint: facts, signing: await loadWebhookSigning(store, webhook.id) };
+    return { webhook, endpoint: factsOf(endpoint), signing };
   }
 
   /** Checks 5 to 7 (signature, body), then the delivery, the todo and the doorbell. */
@@ -210,29 +199,25 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     const title = `${webhook.name}: ${d.eventType ?? 'delivery'} (event ${d.eventId})`
       .replace(CONTROL, ' ')
       .slice(0, 200);
-    const events = decideCreateTodo(
-      {
-        todoId: d.todoId,
-        endpoint,
-        queue: d.queue,
-        kind: 'webhook',
-        title,
-        payload: payloadOf(d.body),
-        key: null,
-        source: provider,
-        eventId: d.eventId,
-        human: provider,
-      },
-      initialTodoState,
-      clock.now(),
-    );
+    const command = {
+      type: 'CreateTodo' as const,
+      todoId: d.todoId,
+      endpoint,
+      queue: d.queue,
+      kind: 'webhook',
+      title,
+      payload: payloadOf(d.body),
+      key: null,
+      source: provider,
+      eventId: d.eventId,
+      human: provider,
+    };
     step(`the todo ${d.todoId} of event ${d.eventId}`);
     try {
-      await store.append(
-        todoStream(d.todoId),
-        events.map((e) => jsonEvent(e.type, e.data)),
-        { expectedRevision: 'no_stream' },
-      );
+      await handleCommand({ store, clock }, todoStream(d.todoId), todoDecider, command, {
+        newStream: true,
+        retries: 0,
+      });
     } catch (err) {
       if (isWrongExpectedVersion(err)) return false;
       throw err;
@@ -270,11 +255,11 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       original = e;
     }
     if (!original) return null;
-    const metadata = parseMetadata(original) as Partial<DeliveryMetadata> | null;
-    const route = metadata?.route as { todo_id?: unknown; queue?: unknown } | undefined;
+    const metadata = decodeDeliveryMetadata(original);
+    const route = metadata.route;
     if (typeof route?.todo_id !== 'string' || typeof route.queue !== 'string') return null;
     if ((await store.streamInfo(todoStream(route.todo_id))).revision >= 0n) return null;
-    const checked = checkBody(metadata?.content_type ?? undefined, original.data);
+    const checked = checkBody(metadata.content_type ?? undefined, original.data);
     if (!checked.ok) return null;
     const created = await intake(
       target,
@@ -282,7 +267,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
         todoId: route.todo_id,
         queue: route.queue,
         eventId,
-        eventType: metadata?.event_type ?? null,
+        eventType: metadata.event_type,
         body: checked.body,
         // The disposition only when this copy's rules decide as the original's did.
         plan: plan && plan.queue === route.queue ? plan : null,

@@ -55,7 +55,7 @@ const bounded = (v: string | undefined, max: number): string | null =>
   v === undefined ? null : v.length > max ? v.slice(0, max) : v;
 
 /**
- * Where each provider declares its type and delivery id (README, "Event type and external id"):
+ * Where each provider declares its type and delivery id (docs/reference/api.md, "Event type and external id"):
  * - codehost: headers `X-Codehost-Event` / `X-GitHub-Event` and `X-Codehost-Delivery` / `X-GitHub-Delivery`.
  * - payments: body fields `type` and `id` (the event object).
  * - chat: body `event.type` (event callbacks), else `type`, else a form's `payload.type` or `command`;

@@ -1,9 +1,9 @@
-import { findDeliveryByUuid } from '../../projections/log.ts';
+import { findDeliveryByUuid } from '../../projections/log.queries.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { DB } from '../db/database.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { createProviderDirectory, type ProviderDirectory } from './provider-directory.ts';
+import { createProviderDirectory, type ProviderDirectory } from '../providers/directory.ts';
 import { createReceiver, type Receiver } from './receive.ts';
 import { createDeliveryRecorder, type DeliveryRecorder, type RecorderDeps } from './recorder.ts';
 

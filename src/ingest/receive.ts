@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import type { IngestAck } from '../domain/delivery/metadata.ts';
-import type { ProviderState } from '../domain/provider/index.ts';
+import type { IngestAck } from '../domain/delivery/events.ts';
+import type { ProviderState } from '../domain/provider/state.ts';
 import { HooklineError } from '../errors.ts';
 import { checkBody } from './body.ts';
 import { type ExtractFamily, extractIdentity } from './extract.ts';

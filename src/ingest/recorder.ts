@@ -1,20 +1,18 @@
 import type { Clock } from '../clock.ts';
+import { decideOnDuplicate, reserveDelivery } from '../domain/delivery/decide.ts';
 import {
   DELIVERIES_STREAM,
   DELIVERY_RECEIVED,
   type DeliveryMetadata,
   eventIdFromRevision,
   type IngestAck,
-} from '../domain/delivery/metadata.ts';
-import {
-  decideOnDuplicate,
-  evolveReservation,
+  RESERVATION_EVENT_TYPES,
   type ReservationEvent,
-  type ReservationState,
-  reservationStream,
-} from '../domain/delivery/reservation.ts';
+} from '../domain/delivery/events.ts';
+import { evolveReservation, type ReservationState } from '../domain/delivery/state.ts';
+import { decodeAggregateEvent, decodeDeliveryMetadata } from '../domain/events.ts';
 import { HooklineError } from '../errors.ts';
-import { jsonEvent, parseData } from '../eventstore/codec.ts';
+import { encodeEvent } from '../eventstore/codec.ts';
 import {
   type AppendResult,
   type EventStore,
@@ -24,6 +22,7 @@ import {
   type StreamAppend,
   StreamNotFoundError,
 } from '../eventstore/port.ts';
+import { sha256Hex } from '../ids.ts';
 import { uuidv7 } from './uuid7.ts';
 
 export type DeliveryInput = Omit<DeliveryMetadata, 'received_at' | 'payload_size'> & {
@@ -63,6 +62,10 @@ export interface RecorderDeps {
 }
 
 const encoder = new TextEncoder();
+
+/** The external id is hashed: any characters give a short stream id. */
+export const reservationStream = (provider: string, externalId: string): string =>
+  `dedup-${provider}-${sha256Hex(externalId)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A taken reservation stays a WrongExpectedVersionError (the caller follows it); the rest is storageError. */
@@ -134,7 +137,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     };
     const reserve: StreamAppend | undefined = reservation && {
       streamId: reservation.stream,
-      events: [jsonEvent(reservation.event.type, reservation.event.data)],
+      events: [encodeEvent(reservation.event)],
       options: { expectedRevision: reservation.expected },
     };
     let result: AppendResult;
@@ -171,15 +174,15 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     return { ack, duplicate: false, position: result.position };
   }
 
-  async function readReservation(stream: string): Promise<ReservationState | undefined> {
-    let state: ReservationState | undefined;
+  /** The reservation's holder, with the revision read (a takeover appends at it). */
+  async function readReservation(
+    stream: string,
+  ): Promise<(ReservationState & { readonly revision: bigint }) | undefined> {
+    let state: (ReservationState & { readonly revision: bigint }) | undefined;
     try {
       for await (const e of store.readStream(stream)) {
-        state = evolveReservation(
-          state,
-          { type: e.type, data: parseData(e) } as ReservationEvent,
-          e.revision,
-        );
+        const event = decodeAggregateEvent<ReservationEvent>(e, RESERVATION_EVENT_TYPES);
+        state = { ...evolveReservation(state, event), revision: e.revision };
       }
     } catch (e) {
       if (e instanceof StreamNotFoundError) return undefined;
@@ -196,7 +199,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
         maxCount: tailSearch,
       })) {
         if (e.id !== uuid) continue;
-        const m = JSON.parse(new TextDecoder().decode(e.metadata ?? new Uint8Array())) as DeliveryMetadata;
+        const m = decodeDeliveryMetadata(e);
         return {
           id: eventIdFromRevision(e.revision),
           provider: m.provider,
@@ -287,10 +290,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     payload: Uint8Array,
   ): Promise<RecordedDelivery> {
     const uuid = uuidv7();
-    const reserved: ReservationEvent = {
-      type: 'DeliveryReserved',
-      data: { event_uuid: uuid, provider: metadata.provider, at: clock.now().toISOString() },
-    };
+    const reserved = reserveDelivery(uuid, metadata.provider, clock.now());
     try {
       return await appendDelivery(uuid, metadata, payload, {
         stream,

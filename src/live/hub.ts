@@ -6,7 +6,7 @@ import type { Connection, StatusSnapshot } from './status.ts';
 import { isDelivery, type LiveDelivery, toEventSummary } from './summary.ts';
 
 export interface LiveHubOptions {
-  /** An event within this window makes the indicator `receiving` (README "Live stream"). */
+  /** An event within this window makes the indicator `receiving` (docs/reference/api.md, "Live stream"). */
   readonly activityWindowMs?: number;
   /** A `status` goes out this often even when nothing changes. */
   readonly heartbeatMs?: number;

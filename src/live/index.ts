@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { listProviders } from '../../projections/providers.ts';
+import { listProviders } from '../../projections/providers.queries.ts';
 import type { Runtime } from '../runtime.ts';
 import { createLiveHub, type LiveHub, type LiveHubOptions } from './hub.ts';
 import { type Connection, loadStatusSnapshot, type StatusSnapshot } from './status.ts';

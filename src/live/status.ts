@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { TrustMode } from '../domain/delivery/metadata.ts';
+import type { TrustMode } from '../domain/delivery/events.ts';
 
 export type Connection = 'receiving' | 'idle';
 

@@ -1,7 +1,7 @@
 import { credentialMatches } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
-import { loadEndpoint, resolveEndpointId } from '../domain/endpoint/resolve.ts';
 import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
+import { loadEndpoint, resolveEndpointId } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
 

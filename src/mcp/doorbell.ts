@@ -1,13 +1,12 @@
 import type { Observable, Subscription } from 'rxjs';
-import type { DoorbellEvent } from '../domain/endpoint/events.ts';
-import { parseData } from '../eventstore/codec.ts';
+import { decodeEvent } from '../domain/events.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 import { queueUri } from './queues.ts';
 import type { McpSession, SessionRegistry } from './sessions.ts';
 
 /**
- * The doorbell (README "MCP for agents"): every `DoorbellRung` on the shared `$all` subscription
+ * The doorbell (docs/reference/mcp-tools.md): every `DoorbellRung` on the shared `$all` subscription
  * (a push, a webhook delivery, a release, an expired lease) becomes
  * `notifications/resources/updated` for `hookline://queues/<queue>` on each session of that
  * endpoint in this process that subscribed to it. Rings within one event-loop turn are
@@ -35,12 +34,15 @@ export function startDoorbell(deps: {
   };
 
   return deps.doorbells$.subscribe((e) => {
-    let ring: DoorbellEvent['data'];
+    let event: ReturnType<typeof decodeEvent>;
     try {
-      ring = parseData<DoorbellEvent['data']>(e);
-    } catch {
+      event = decodeEvent(e);
+    } catch (err) {
+      deps.logger.warn({ err }, 'mcp: a doorbell event could not be read');
       return;
     }
+    if (event.type !== 'DoorbellRung') return;
+    const ring = event.data;
     const uri = queueUri(ring.queue);
     for (const session of deps.sessions.forEndpoint(ring.endpoint_id)) {
       if (!session.subscriptions.has(uri)) continue;

@@ -1,18 +1,13 @@
 import type { Observable } from 'rxjs';
-import { createDrain } from '../domain/todo/drain.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
-import { createFollowUps } from '../follow-up.ts';
-import { createEndpointWebhookRoutes } from '../http/endpoint-webhooks.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
-import { createEndpointWebhookReceiver } from '../ingest/endpoint-webhook.ts';
-import type { DeliveryRecorder } from '../ingest/recorder.ts';
-import { createWebhookRouter } from '../routing/router.ts'; // RULES (issue 7)
 import type { Runtime } from '../runtime.ts';
+import { createDrain } from '../todos/drain.ts';
+import { startLeaseExpiry } from '../todos/lease-expiry.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createEndpointAuth } from './auth.ts';
 import { startDoorbell } from './doorbell.ts';
-import { startLeaseExpiry } from './lease-expiry.ts';
 import { createRebindingGuard } from './rebinding.ts';
-import { createSecretBox } from './secret-box.ts';
 import type { McpServices } from './services.ts';
 import { createSessionRegistry } from './sessions.ts';
 import { allTools } from './tools/index.ts';
@@ -22,14 +17,12 @@ export interface McpOptions {
   readonly expiryIntervalMs?: number;
   /** Failed attempts after which a retryable failure is final (default 3). */
   readonly maxAttempts?: number;
-  /** How long a webhook's answer waits for what follows its durable delivery (default 2 s). */
-  readonly followUpBoundMs?: number;
 }
 
 /**
  * The MCP side of one process: a server per session for each vended endpoint, the session
- * registry, the doorbell on the shared `$all` subscription, the lease-expiry job, and the
- * endpoint-owned webhooks that feed the queues. Stopped with the runtime.
+ * registry, the doorbell on the shared `$all` subscription and the lease-expiry job. Stopped with
+ * the runtime. (The endpoint-owned webhooks that feed the queues are an ingest route: app.ts.)
  */
 export function createMcp(
   runtime: Pick<
@@ -37,7 +30,7 @@ export function createMcp(
     'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'onClose' | 'rules' | 'replay' // RULES (issue 7)
   >,
   live: { readonly doorbells$: Observable<RecordedEvent> },
-  recorder: Pick<DeliveryRecorder, 'record'>,
+  shared: { readonly secretBox: SecretBox },
   options: McpOptions = {},
 ) {
   const { config, store, clock, db, logger } = runtime;
@@ -47,13 +40,8 @@ export function createMcp(
     db,
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
-  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
-  const services: McpServices = { runtime, drain, secretBox };
+  const services: McpServices = { runtime, drain, secretBox: shared.secretBox };
   const sessions = createSessionRegistry();
-  const followUps = createFollowUps({
-    logger,
-    ...(options.followUpBoundMs ? { boundMs: options.followUpBoundMs } : {}),
-  });
 
   const doorbell = startDoorbell({ doorbells$: live.doorbells$, sessions, logger });
   const expiry = startLeaseExpiry({
@@ -67,7 +55,6 @@ export function createMcp(
     doorbell.unsubscribe();
     await expiry.stop();
     await sessions.closeAll();
-    await followUps.idle(); // before the store closes: a late todo or doorbell still gets written
   });
 
   const routes = createMcpRoutes({
@@ -79,20 +66,7 @@ export function createMcp(
     newServer: async () =>
       (await import('./server.ts')).createSessionServer({ services, tools: allTools, sessions }),
   });
-  const webhookRoutes = createEndpointWebhookRoutes({
-    config,
-    receiver: createEndpointWebhookReceiver({
-      store,
-      clock,
-      config,
-      db,
-      recorder,
-      followUps,
-      openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
-      router: createWebhookRouter({ store, clock, engine: runtime.rules }), // RULES (issue 7)
-    }),
-  });
-  return { services, sessions, drain, expiry, routes, webhookRoutes };
+  return { services, sessions, drain, expiry, routes };
 }
 
 export type Mcp = ReturnType<typeof createMcp>;

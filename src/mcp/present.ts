@@ -1,4 +1,4 @@
-import type { LiveTodo } from '../domain/todo/drain.ts';
+import type { LiveTodo } from '../todos/drain.ts';
 
 /**
  * Titles and payloads come from whoever pushed the todo or sent the webhook: data for the agent

@@ -1,5 +1,5 @@
 /**
- * The doorbell's resources (README "MCP for agents"): one per queue an endpoint drains. A client
+ * The doorbell's resources (docs/reference/mcp-tools.md): one per queue an endpoint drains. A client
  * subscribes (resources/subscribe) and hears `notifications/resources/updated` with this URI
  * whenever work becomes claimable there.
  */

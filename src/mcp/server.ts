@@ -11,9 +11,10 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { queueCounts } from '../../projections/todos.queries.ts';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { isVerb } from '../domain/endpoint/verbs.ts';
-import { isHooklineError } from '../errors.ts';
+import { asHooklineError } from '../errors.ts';
 import { UNTRUSTED_NOTE } from './present.ts';
 import { queueOfUri, queueUri } from './queues.ts';
 import { failure } from './result.ts';
@@ -113,9 +114,10 @@ export function createSessionServer(deps: SessionServerDeps): Server {
       if (reads) await catchUp(extra.sessionId);
       return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
     } catch (err) {
-      if (isHooklineError(err) && err.status < 500) return failure(err.code, err.message);
+      const known = asHooklineError(err);
+      if (known && known.status < 500) return failure(known.code, known.message);
       services.runtime.logger.error({ err, tool: name }, 'mcp: tool failed');
-      const message = isHooklineError(err) ? err.message : 'internal error';
+      const message = known ? known.message : 'internal error';
       throw new McpError(ErrorCode.InternalError, message);
     } finally {
       if (!reads) wrote(extra.sessionId);
@@ -147,22 +149,12 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     const endpoint = endpointOf(extra.authInfo);
     const queue = scopedQueue(request.params.uri, endpoint);
     await catchUp(extra.sessionId);
-    const rows = await services.runtime.db
-      .selectFrom('todos')
-      .select(['state'])
-      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.min('created_at').as('oldest')])
-      .where('endpoint_id', '=', endpoint.id)
-      .where('queue', '=', queue)
-      .where('state', 'in', ['pending', 'claimed'])
-      .groupBy('state')
-      .execute();
-    const pending = rows.find((r) => r.state === 'pending');
-    const claimed = rows.find((r) => r.state === 'claimed');
+    const counts = await queueCounts(services.runtime.db, endpoint.id, queue);
     const body = {
       queue,
-      pending: Number(pending?.n ?? 0),
-      claimed: Number(claimed?.n ?? 0),
-      oldest_pending_at: pending?.oldest ? new Date(pending.oldest as Date).toISOString() : null,
+      pending: counts.pending,
+      claimed: counts.claimed,
+      oldest_pending_at: counts.oldestPendingAt ? counts.oldestPendingAt.toISOString() : null,
     };
     return {
       contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(body) }],

@@ -1,6 +1,6 @@
-import type { Drain } from '../domain/todo/drain.ts';
 import type { Runtime } from '../runtime.ts';
-import type { SecretBox } from './secret-box.ts';
+import type { Drain } from '../todos/drain.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
 
 /** What the tools reach (explicit, built once per process in src/mcp/index.ts). */
 export interface McpServices {

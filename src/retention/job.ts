@@ -1,17 +1,25 @@
-import { sql } from 'kysely';
-import { logRetainedFrom } from '../../projections/log.ts';
-import { getSettings } from '../../projections/settings.ts';
+import {
+  deleteLogRowsBelow,
+  firstDeliveryIdSince,
+  logIdRange,
+  logRetainedFrom,
+} from '../../projections/log.queries.ts';
+import { getSettings } from '../../projections/settings.queries.ts';
 import type { Clock } from '../clock.ts';
+import { appendEvents } from '../commands/handle-command.ts';
 import type { DB } from '../db/database.ts';
 import type { SqlDatabase } from '../db/open.ts';
-import { DELIVERIES_STREAM } from '../domain/delivery/metadata.ts';
-import type { Settings } from '../domain/settings/settings.ts';
-import { jsonEvent } from '../eventstore/codec.ts';
+import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
+import {
+  RETENTION_EVENTS_KEPT,
+  RETENTION_STREAM,
+  type RetentionRanData,
+} from '../domain/retention/events.ts';
+import type { Settings } from '../domain/settings/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
-import { RETENTION_EVENTS_KEPT, RETENTION_STREAM, type RetentionRan } from './events.ts';
 
-/** One prune cycle a minute (README "Screens", settings). */
+/** One prune cycle a minute (docs/reference/screens.md, settings). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
 /** Rows deleted per transaction: the embedded database's one connection keeps serving ingestion. */
 export const DEFAULT_RETENTION_BATCH = 1000;
@@ -37,7 +45,7 @@ export interface RetentionOptions {
 
 export interface RetentionJob {
   /** One cycle now; null when another instance holds the prune lock. */
-  runOnce(): Promise<RetentionRan['data'] | null>;
+  runOnce(): Promise<RetentionRanData | null>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -66,23 +74,13 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     if (settings.retention_max_rows > 0) keep = Math.max(keep, lastId - settings.retention_max_rows + 1);
     if (settings.retention_max_age_days > 0) {
       const cutoff = new Date(now.getTime() - settings.retention_max_age_days * DAY_MS);
-      const firstRecent = await deps.db
-        .selectFrom('log_events')
-        .select('id')
-        .where('received_at', '>=', cutoff)
-        .orderBy('received_at', 'asc')
-        .orderBy('id', 'asc')
-        .limit(1)
-        .executeTakeFirst();
-      if (firstRecent) keep = Math.max(keep, Number(firstRecent.id));
+      const firstRecent = await firstDeliveryIdSince(deps.db, cutoff);
+      if (firstRecent !== undefined) keep = Math.max(keep, firstRecent);
       else {
         // Nothing recent in the read model: everything it holds is old. Deliveries it has not
         // applied yet are not judged, so a lagging projection never loses a new delivery.
-        const newest = await deps.db
-          .selectFrom('log_events')
-          .select((eb) => eb.fn.max('id').as('id'))
-          .executeTakeFirst();
-        if (newest?.id !== null && newest?.id !== undefined) keep = Math.max(keep, Number(newest.id) + 1);
+        const { max } = await logIdRange(deps.db);
+        if (max !== null) keep = Math.max(keep, max + 1);
       }
     }
     return keep;
@@ -91,11 +89,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
   async function deleteLogRows(belowId: number): Promise<number> {
     let removed = 0;
     for (;;) {
-      const result = await sql`
-        delete from log_events where id in (
-          select id from log_events where id < ${belowId} order by id limit ${batchSize}
-        )`.execute(deps.db);
-      const n = Number(result.numAffectedRows ?? 0n);
+      const n = await deleteLogRowsBelow(deps.db, belowId, batchSize);
       removed += n;
       if (n < batchSize || stopped) return removed;
       await yieldToIo();
@@ -108,16 +102,13 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
    * row (rows below it were pruned, by an interrupted cycle too) and the point it recorded.
    */
   async function logBeforeId(keep: number): Promise<number | null> {
-    const lowest = await deps.db
-      .selectFrom('log_events')
-      .select((eb) => eb.fn.min('id').as('id'))
-      .executeTakeFirst();
+    const { min } = await logIdRange(deps.db);
     const recorded = await logRetainedFrom(deps.db);
-    const before = Math.max(keep, recorded, lowest?.id == null ? 0 : Number(lowest.id));
+    const before = Math.max(keep, recorded, min ?? 0);
     return before > 1 ? before : null;
   }
 
-  async function cycle(): Promise<RetentionRan['data']> {
+  async function cycle(): Promise<RetentionRanData> {
     const started = Date.now();
     const now = deps.clock.now();
     const settings = await readSettings();
@@ -138,7 +129,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
       removedRows = await deleteLogRows(keep);
       if (removedRows > 0 && truncatedBeforeId === null) truncatedBeforeId = keep;
     }
-    const data: RetentionRan['data'] = {
+    const data: RetentionRanData = {
       ran_at: now.toISOString(),
       max_age_days: settings.retention_max_age_days,
       max_rows: settings.retention_max_rows,
@@ -148,7 +139,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
       log_before_id: await logBeforeId(keep),
       duration_ms: Date.now() - started,
     };
-    const appended = await deps.store.append(RETENTION_STREAM, [jsonEvent('RetentionRan', data)]);
+    const appended = await appendEvents(deps.store, RETENTION_STREAM, [{ type: 'RetentionRan', data }]);
     const oldest = appended.nextExpectedRevision + 1n - BigInt(RETENTION_EVENTS_KEPT);
     if (oldest > 0n && appended.nextExpectedRevision % 10n === 0n) {
       await deps.store.truncateStream(RETENTION_STREAM, oldest);
@@ -179,7 +170,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     }
   }
 
-  const runOnce = (): Promise<RetentionRan['data'] | null> => {
+  const runOnce = (): Promise<RetentionRanData | null> => {
     const p = locked(cycle);
     running = p.catch(() => {});
     return p;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.ts';
-import { listProviders } from '../../projections/providers.ts';
+import { getEvent } from '../../projections/log.queries.ts';
+import { listProviders } from '../../projections/providers.queries.ts';
 import { codehostHeaders, type Hookline, startHookline } from './harness.ts';
 
 let h: Hookline;

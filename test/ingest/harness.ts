@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Clock } from '../../src/clock.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { DELIVERIES_STREAM } from '../../src/domain/delivery/metadata.ts';
+import { DELIVERIES_STREAM } from '../../src/domain/delivery/events.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';

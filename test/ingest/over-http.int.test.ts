@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.ts';
+import { getEvent } from '../../projections/log.queries.ts';
 import { chatHeaders, codehostHeaders, type Hookline, hex, SECRETS, startHookline } from './harness.ts';
 
 /**

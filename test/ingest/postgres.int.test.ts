@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.ts';
-import { reservationStream } from '../../src/domain/delivery/reservation.ts';
+import { getEvent } from '../../projections/log.queries.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
+import { reservationStream } from '../../src/ingest/recorder.ts';
 import {
   createTestDatabase,
   PG_ADMIN_URL,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent, listEvents } from '../../projections/log.ts';
+import { getEvent, listEvents } from '../../projections/log.queries.ts';
 import { chatHeaders, codehostHeaders, type Hookline, SECRETS, startHookline } from './harness.ts';
 
 const stripe = new Stripe('sk_test_not_used');

@@ -3,11 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { openPglite, type SqlDatabase } from '../../src/db/open.ts';
-import { DELIVERIES_STREAM } from '../../src/domain/delivery/metadata.ts';
-import { reservationStream } from '../../src/domain/delivery/reservation.ts';
+import { DELIVERIES_STREAM } from '../../src/domain/delivery/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
-import { createDeliveryRecorder, type DeliveryInput } from '../../src/ingest/recorder.ts';
+import { createDeliveryRecorder, type DeliveryInput, reservationStream } from '../../src/ingest/recorder.ts';
 
 async function readAll(store: EventStore, stream: string): Promise<RecordedEvent[]> {
   const out: RecordedEvent[] = [];

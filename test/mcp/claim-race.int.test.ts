@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
-import { createDrain } from '../../src/domain/todo/drain.ts';
-import { pushTodo } from '../../src/domain/todo/push.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
-import { readStream } from '../api/client.ts';
+import { createDrain } from '../../src/todos/drain.ts';
+import { pushTodo } from '../../src/todos/push.ts';
+import { readStream } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();

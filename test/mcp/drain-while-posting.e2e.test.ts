@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operator } from '../api/client.ts';
+import { operator } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { connectAgent, settled, startServer, type TestServer } from './support.ts';
 

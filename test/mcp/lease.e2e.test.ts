@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { fixedClock } from '../../src/clock.ts';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { connectAgent, eventually, push, settled, startServer, type TestServer, vend } from './support.ts';
 
 type Claimed = { todo: { id: string; state: string } | null; lease_id: string; lease_expires_at: string };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { type Agent, connectAgent, push, settled, startServer, type TestServer, vend } from './support.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operator } from '../api/client.ts';
 import { startServer } from '../auth/server.ts';
+import { operator } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { post } from './rules-support.ts';
 import { connectAgent, settled, type TestServer } from './support.ts';

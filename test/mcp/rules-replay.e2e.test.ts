@@ -86,7 +86,7 @@ describe('a webhook with rules when the sandbox cannot run', () => {
   beforeAll(async () => {
     server = await startRulesServer({
       ruleEngine: {
-        childModule: new URL('../rules/fixtures/no-sandbox.ts', import.meta.url),
+        childModule: new URL('../rules-sandbox/fixtures/no-sandbox.ts', import.meta.url),
         startTimeoutMs: 2_000,
       },
     });

@@ -2,11 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { buildApp } from '../../src/app.ts';
 import { packageVersion } from '../../src/cli/package.ts';
 import { loadConfig } from '../../src/config.ts';
-import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
+import type { DeliveryDisposedEvent } from '../../src/domain/webhook/events.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import { parseData } from '../../src/eventstore/codec.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
-import type { DeliveryDisposedData } from '../../src/routing/dispositions.ts';
+
+type DeliveryDisposedData = DeliveryDisposedEvent['data'];
+
 import { createRuntime, type RuntimeOptions } from '../../src/runtime.ts';
 import { freePort } from '../auth/server.ts';
 import { settled, type TestServer, type VendedEndpoint } from './support.ts';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { operator } from '../api/client.ts';
+import { operator } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { connectAgent, settled, startServer, type TestServer } from './support.ts';
 

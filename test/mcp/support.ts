@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { vendEndpoint } from '../../src/domain/endpoint/vend.ts';
 import { ALL_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
-import { pushTodo } from '../../src/domain/todo/push.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
+import { pushTodo } from '../../src/todos/push.ts';
 import { startServer as startTestServer, type TestServer } from '../auth/server.ts';
 
 export type { TestServer } from '../auth/server.ts';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeEndpoint } from '../../src/domain/endpoint/revoke.ts';
 import { RULE_VERBS } from '../../src/domain/endpoint/verbs.ts'; // RULES (issue 7)
+import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { connectAgent, settled, startServer, type TestServer, vend } from './support.ts';
 
 const INIT = {

@@ -1,8 +1,8 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { UNTRUSTED_NOTE } from '../../src/mcp/present.ts';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { connectAgent, eventually, push, settled, startServer, type TestServer, vend } from './support.ts';
 
 type Todo = {

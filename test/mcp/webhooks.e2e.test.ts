@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTodo } from '../../projections/todos.ts';
+import { findTodo } from '../../projections/todos.queries.ts';
 import { systemClock } from '../../src/clock.ts';
-import { newId } from '../../src/domain/endpoint/ids.ts';
-import { revokeEndpoint } from '../../src/domain/endpoint/revoke.ts';
+import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
+import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { readStream } from '../api/client.ts';
+import { readStream } from '../http/api/client.ts';
 import { connectAgent, eventually, settled, startServer, type TestServer, vend } from './support.ts';
 
 type Created = {

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
-import { readCheckpoint } from '../../projections/checkpoints.ts';
-import { createLogCounter } from '../../projections/lag.ts';
-import { buildShadow, type RebuildDeps } from '../../projections/rebuild.ts';
-import type { Projection } from '../../projections/types.ts';
+import { readCheckpoint } from '../../projections/engine/checkpoints.ts';
+import { createLogCounter } from '../../projections/engine/lag.ts';
+import { buildShadow, type RebuildDeps } from '../../projections/engine/rebuild.ts';
+import type { Projection } from '../../projections/engine/types.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logRetainedFrom } from '../../projections/log.ts';
-import { handleSettingsCommand } from '../../src/domain/settings/handler.ts';
+import { logRetainedFrom } from '../../projections/log.queries.ts';
+import { RETENTION_STREAM } from '../../src/domain/retention/events.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
-import { RETENTION_STREAM } from '../../src/retention/events.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';
 import type { Runtime } from '../../src/runtime.ts';
+import { changeSettings } from '../../src/settings/change.ts';
+import { seedDeliveries } from '../http/ui/seed.ts';
+import { startTestServer, type TestServer } from '../http/ui/support.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
-import { seedDeliveries } from '../ui/seed.ts';
-import { startTestServer, type TestServer } from '../ui/support.ts';
 
 const hasPg = await postgresAvailable();
 
@@ -55,7 +55,7 @@ function suite(name: string, usePg: boolean) {
     beforeAll(async () => {
       db = usePg ? await createTestDatabase() : undefined;
       s = await startTestServer(db ? { databaseUrl: db.url } : {});
-      const changed = await handleSettingsCommand(
+      const changed = await changeSettings(
         { store: s.runtime.store, clock: s.runtime.clock },
         { type: 'ChangeSettings', values: { retention_max_rows: 10 }, actor: null },
       );

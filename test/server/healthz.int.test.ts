@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../ui/support.ts';
+import { startTestServer, type TestServer } from '../http/ui/support.ts';
 
 describe('GET /healthz', () => {
   let server: TestServer;

@@ -1,6 +1,6 @@
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import type { ProjectionStatus, RebuildProgress } from '../../../projections/types.ts';
+import type { ProjectionStatus, RebuildProgress } from '../../../projections/engine/types.ts';
 import type { Config } from '../../config.ts';
 import {
   acquireDataDirLock,

@@ -3,7 +3,7 @@ import { acquireDataDirLock, DataDirLockedError } from '../../db/lockfile.ts';
 import { assertPortFree } from '../startup-errors.ts';
 import { CliExit, loadCliConfig } from '../support.ts';
 
-/** `hookline serve`: the service itself, configured by the environment (README, Configuration). */
+/** `hookline serve`: the service itself, configured by the environment (docs/reference/configuration.md). */
 export function registerServe(program: Command): void {
   program
     .command('serve')

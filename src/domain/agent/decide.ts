@@ -1,42 +1,16 @@
-import { sha256Hex } from '../endpoint/ids.ts';
-import type { AgentEvent, AgentNameEvent } from './events.ts';
-
-export const agentStream = (agentId: string): string => `agent-${agentId}`;
-
-/** The operator and name are hashed so the stream id stays short and free of the name's characters. */
-export const agentNameStream = (operator: string, name: string): string =>
-  `agent-name-${sha256Hex(`${operator}\n${name}`)}`;
-
-export type AgentState =
-  | { readonly status: 'none' }
-  | {
-      readonly status: 'registered';
-      readonly id: string;
-      readonly operator: string;
-      readonly name: string;
-      readonly description: string | null;
-    };
-
-export const initialAgentState: AgentState = { status: 'none' };
-
-export function evolveAgent(_state: AgentState, event: AgentEvent): AgentState {
-  switch (event.type) {
-    case 'AgentRegistered':
-      return {
-        status: 'registered',
-        id: event.data.agent_id,
-        operator: event.data.operator,
-        name: event.data.name,
-        description: event.data.description,
-      };
-    default: {
-      const never: never = event.type;
-      return never;
-    }
-  }
-}
+import type { Decider } from '../shared.ts';
+import { AGENT_EVENT_TYPES, AGENT_NAME_EVENT_TYPES, type AgentEvent, type AgentNameEvent } from './events.ts';
+import {
+  type AgentNameState,
+  type AgentState,
+  evolveAgent,
+  evolveAgentName,
+  initialAgentNameState,
+  initialAgentState,
+} from './state.ts';
 
 export interface RegisterAgent {
+  readonly type: 'RegisterAgent';
   readonly agentId: string;
   readonly operator: string;
   readonly name: string;
@@ -44,7 +18,7 @@ export interface RegisterAgent {
 }
 
 /** Registering is idempotent: an agent that exists already yields no event. */
-export function decideRegisterAgent(command: RegisterAgent, state: AgentState, now: Date): AgentEvent[] {
+export function decideAgent(command: RegisterAgent, state: AgentState, now: Date): AgentEvent[] {
   if (state.status === 'registered') return [];
   return [
     {
@@ -60,7 +34,34 @@ export function decideRegisterAgent(command: RegisterAgent, state: AgentState, n
   ];
 }
 
-export const agentNameReserved = (agentId: string, operator: string, name: string): AgentNameEvent => ({
-  type: 'AgentNameReserved',
-  data: { agent_id: agentId, operator, name },
-});
+export const agentDecider: Decider<RegisterAgent, AgentState, AgentEvent> = {
+  initialState: initialAgentState,
+  evolve: evolveAgent,
+  decide: decideAgent,
+  eventTypes: AGENT_EVENT_TYPES,
+};
+
+export interface ReserveAgentName {
+  readonly type: 'ReserveAgentName';
+  readonly agentId: string;
+  readonly operator: string;
+  readonly name: string;
+}
+
+/** The first reservation holds the name; a later one changes nothing (the caller reuses the holder). */
+export function decideAgentName(command: ReserveAgentName, state: AgentNameState): AgentNameEvent[] {
+  if (state.agentId !== null) return [];
+  return [
+    {
+      type: 'AgentNameReserved',
+      data: { agent_id: command.agentId, operator: command.operator, name: command.name },
+    },
+  ];
+}
+
+export const agentNameDecider: Decider<ReserveAgentName, AgentNameState, AgentNameEvent> = {
+  initialState: initialAgentNameState,
+  evolve: evolveAgentName,
+  decide: decideAgentName,
+  eventTypes: AGENT_NAME_EVENT_TYPES,
+};

@@ -1,61 +1,70 @@
+import { z } from 'zod';
+import { defineEvent, typesOf } from '../shared.ts';
+
 /**
  * The endpoint aggregate, stream `endpoint-<id>` (`ep_…`). The bearer credential is kept only as
  * its SHA-256 (hex); the webhook it was vended with is its own aggregate (`webhook-<id>`).
  */
-export type EndpointEvent =
-  | {
-      readonly type: 'EndpointVended';
-      readonly data: {
-        readonly endpoint_id: string;
-        readonly slug: string;
-        readonly agent_id: string;
-        readonly agent_name: string;
-        readonly operator: string;
-        /** The vended scope; one queue at vend time (spec 2.9), a list so scopes can grow. */
-        readonly queues: readonly string[];
-        readonly verbs: readonly string[];
-        readonly token_hash: string;
-        readonly webhook_id: string;
-        readonly replay_targets: readonly string[];
-        readonly expires_at: string | null;
-        /** The signed-in human who vended it (the operator, or a forward-auth user). */
-        readonly vended_by: string;
-        readonly vended_at: string;
-      };
-    }
-  | {
-      readonly type: 'EndpointRevoked';
-      readonly data: {
-        readonly endpoint_id: string;
-        readonly revoked_by: string;
-        readonly revoked_at: string;
-      };
-    };
-
-export const ENDPOINT_EVENT_TYPES: readonly EndpointEvent['type'][] = ['EndpointVended', 'EndpointRevoked'];
-
-export const isEndpointEventType = (t: string): t is EndpointEvent['type'] =>
-  (ENDPOINT_EVENT_TYPES as readonly string[]).includes(t);
-
-/** The slug reservation stream `endpoint-slug-<slug>` holds this one event. */
-export type EndpointSlugEvent = {
-  readonly type: 'EndpointSlugReserved';
-  readonly data: { readonly endpoint_id: string; readonly slug: string };
-};
-
+export const endpointStream = (endpointId: string): string => `endpoint-${endpointId}`;
+/** The slug reservation: `{ref}` resolves a slug through it. */
+export const endpointSlugStream = (slug: string): string => `endpoint-slug-${slug}`;
 /**
- * The doorbell: a todo landed on one of the endpoint's queues. Recorded on `doorbell-<endpoint
- * id>` rather than the endpoint's own stream, which every decision reads and which would
- * otherwise grow by one event per todo. The MCP server delivers it to connected agents.
+ * The doorbell of an endpoint: a todo landed on one of its queues. Its own stream rather than the
+ * endpoint's, which every decision reads and which would otherwise grow by one event per todo.
  */
-export type DoorbellEvent = {
-  readonly type: 'DoorbellRung';
-  readonly data: {
-    readonly endpoint_id: string;
-    readonly queue: string;
-    readonly todo_id: string;
+export const doorbellStream = (endpointId: string): string => `doorbell-${endpointId}`;
+
+export const EndpointVended = defineEvent(
+  'EndpointVended',
+  z.object({
+    endpoint_id: z.string(),
+    slug: z.string(),
+    agent_id: z.string(),
+    agent_name: z.string(),
+    operator: z.string(),
+    /** The vended scope; one queue at vend time (spec 2.9), a list so scopes can grow. */
+    queues: z.array(z.string()),
+    verbs: z.array(z.string()),
+    token_hash: z.string(),
+    webhook_id: z.string(),
+    replay_targets: z.array(z.string()),
+    expires_at: z.string().nullable(),
+    /** The signed-in human who vended it (the operator, or a forward-auth user). */
+    vended_by: z.string(),
+    vended_at: z.string(),
+  }),
+);
+
+export const EndpointRevoked = defineEvent(
+  'EndpointRevoked',
+  z.object({ endpoint_id: z.string(), revoked_by: z.string(), revoked_at: z.string() }),
+);
+
+export const EndpointSlugReserved = defineEvent(
+  'EndpointSlugReserved',
+  z.object({ endpoint_id: z.string(), slug: z.string() }),
+);
+
+/** A ring is a fact, not a decision: the MCP server turns it into a notification for connected agents. */
+export const DoorbellRung = defineEvent(
+  'DoorbellRung',
+  z.object({
+    endpoint_id: z.string(),
+    queue: z.string(),
+    todo_id: z.string(),
     /** The delivery event the todo was born from. */
-    readonly event_id: number;
-    readonly rung_at: string;
-  };
-};
+    event_id: z.number(),
+    rung_at: z.string(),
+  }),
+);
+
+export const endpointEvents = [EndpointVended, EndpointRevoked] as const;
+export const endpointSlugEvents = [EndpointSlugReserved] as const;
+export const doorbellEvents = [DoorbellRung] as const;
+
+export type EndpointEvent = z.infer<(typeof endpointEvents)[number]>;
+export type EndpointSlugEvent = z.infer<(typeof endpointSlugEvents)[number]>;
+export type DoorbellEvent = z.infer<(typeof doorbellEvents)[number]>;
+
+export const ENDPOINT_EVENT_TYPES = typesOf(endpointEvents);
+export const ENDPOINT_SLUG_EVENT_TYPES = typesOf(endpointSlugEvents);

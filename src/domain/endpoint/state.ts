@@ -1,8 +1,4 @@
-import type { EndpointEvent } from './events.ts';
-
-export const endpointStream = (endpointId: string): string => `endpoint-${endpointId}`;
-export const endpointSlugStream = (slug: string): string => `endpoint-slug-${slug}`;
-export const doorbellStream = (endpointId: string): string => `doorbell-${endpointId}`;
+import type { EndpointEvent, EndpointSlugEvent } from './events.ts';
 
 export interface EndpointFacts {
   readonly id: string;
@@ -24,7 +20,7 @@ export type EndpointState =
   | ({ readonly status: 'active' } & EndpointFacts)
   | ({ readonly status: 'revoked'; readonly revokedAt: Date } & EndpointFacts);
 
-export const initialEndpointState: EndpointState = { status: 'none' };
+export const initialEndpointState = (): EndpointState => ({ status: 'none' });
 
 export function evolveEndpoint(state: EndpointState, event: EndpointEvent): EndpointState {
   switch (event.type) {
@@ -59,3 +55,25 @@ export function evolveEndpoint(state: EndpointState, event: EndpointEvent): Endp
 /** An endpoint past its `expires_at` works no more than a revoked one. */
 export const isExpired = (state: EndpointFacts, now: Date): boolean =>
   state.expiresAt !== null && state.expiresAt.getTime() <= now.getTime();
+
+/** The facts of an endpoint that exists, without its status. */
+export function factsOf(state: Exclude<EndpointState, { status: 'none' }>): EndpointFacts {
+  const { status: _status, ...facts } = state;
+  return facts;
+}
+
+/** The endpoint that holds a slug: the first reservation. */
+export type EndpointSlugState = { readonly endpointId: string | null };
+
+export const initialEndpointSlugState = (): EndpointSlugState => ({ endpointId: null });
+
+export function evolveEndpointSlug(state: EndpointSlugState, event: EndpointSlugEvent): EndpointSlugState {
+  switch (event.type) {
+    case 'EndpointSlugReserved':
+      return { endpointId: state.endpointId ?? event.data.endpoint_id };
+    default: {
+      const never: never = event.type;
+      return never;
+    }
+  }
+}

@@ -1,6 +1,8 @@
-import { HooklineError } from '../../errors.ts';
-import type { GenericTrustMode, ProviderEvent } from './events.ts';
-import type { ProviderState } from './state.ts';
+import { DomainError } from '../errors.ts';
+import type { Decider } from '../shared.ts';
+import { type GenericTrustMode, PROVIDER_EVENT_TYPES, type ProviderEvent } from './events.ts';
+import type { ProviderKind } from './names.ts';
+import { evolveProvider, initialProviderState, type ProviderState } from './state.ts';
 
 export type ProviderCommand =
   | {
@@ -18,15 +20,15 @@ export type ProviderCommand =
     };
 
 /** Pure: the events a command produces against the provider's current state. */
-export function decide(command: ProviderCommand, state: ProviderState, now: Date): ProviderEvent[] {
+export function decideProvider(command: ProviderCommand, state: ProviderState, now: Date): ProviderEvent[] {
   const at = now.toISOString();
   switch (command.type) {
     case 'CreateGenericProvider': {
       if (state.kind !== 'generic')
-        throw new HooklineError('invalid_body', 'only generic providers can be created');
-      if (state.exists) throw new HooklineError('conflict', `provider ${command.name} already exists`);
+        throw new DomainError('invalid_body', 'only generic providers can be created');
+      if (state.exists) throw new DomainError('conflict', `provider ${command.name} already exists`);
       if ((command.trust_mode === 'token') !== (command.token_hash !== null)) {
-        throw new HooklineError('invalid_body', 'a token provider needs a token hash; an open one has none');
+        throw new DomainError('invalid_body', 'a token provider needs a token hash; an open one has none');
       }
       return [
         {
@@ -42,7 +44,7 @@ export function decide(command: ProviderCommand, state: ProviderState, now: Date
       ];
     }
     case 'SetProviderEnabled': {
-      if (!state.exists) throw new HooklineError('not_found', `no provider named ${command.name}`);
+      if (!state.exists) throw new DomainError('not_found', `no provider named ${command.name}`);
       if (state.enabled === command.enabled) return []; // already so: nothing happened
       const data = { name: command.name, by: command.by, at };
       return [command.enabled ? { type: 'ProviderEnabled', data } : { type: 'ProviderDisabled', data }];
@@ -53,3 +55,18 @@ export function decide(command: ProviderCommand, state: ProviderState, now: Date
     }
   }
 }
+
+/**
+ * The provider's decider. Its initial state depends on the provider: its kind (from the name)
+ * and whether the environment configures it (a signing secret, a broker channel).
+ */
+export const providerDecider = (
+  name: string,
+  kind: ProviderKind,
+  configured: boolean,
+): Decider<ProviderCommand, ProviderState, ProviderEvent> => ({
+  initialState: () => initialProviderState(name, kind, configured),
+  evolve: evolveProvider,
+  decide: decideProvider,
+  eventTypes: PROVIDER_EVENT_TYPES,
+});

@@ -34,6 +34,3 @@ export function parseProviderName(name: string): ProviderName | undefined {
 }
 
 export const genericProviderName = (name: string): string => `generic:${name}`;
-
-/** The aggregate's stream: every enable/disable and a generic provider's creation. */
-export const providerStream = (name: string): string => `provider-${name}`;

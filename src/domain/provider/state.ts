@@ -1,4 +1,4 @@
-import type { TrustMode } from '../delivery/metadata.ts';
+import type { TrustMode } from '../delivery/events.ts';
 import type { ProviderEvent } from './events.ts';
 import type { ProviderKind } from './names.ts';
 
@@ -33,7 +33,7 @@ export function initialProviderState(name: string, kind: ProviderKind, configure
   return { name, kind, exists, trust_mode, enabled: exists, token_hash: null, created_at: null };
 }
 
-export function evolve(state: ProviderState, event: ProviderEvent): ProviderState {
+export function evolveProvider(state: ProviderState, event: ProviderEvent): ProviderState {
   switch (event.type) {
     case 'GenericProviderCreated':
       return {

@@ -1,57 +1,145 @@
-import { DRAIN_EVENT_TYPES, type DrainEvent } from './lease-events.ts';
+import { z } from 'zod';
+import { defineEvent, typesOf } from '../shared.ts';
 
 /**
  * The todo aggregate, stream `todo-<id>` (`td_…`). States: pending, claimed, completed, failed.
- * This module records creation (operator hand-offs, spec 4.13); the drain verbs add their events
- * (claimed, completed, failed, released, heartbeat) to this union and to `evolveTodo`.
+ * A todo is created by an operator hand-off (spec 4.13), a webhook delivery or a quarantine
+ * release; the drain verbs move it (docs/reference/mcp-tools.md, "Todo lifecycle"), each move appended with the
+ * revision its decision read, so of two agents racing for the same move exactly one wins. A claim
+ * hands out a lease (`lease_id`, random, known only to the claimer); every later move of that
+ * claim names the lease, so a stale holder cannot touch a todo that has since been claimed again.
  */
-export type TodoEvent = TodoCreatedEvent | DrainEvent;
+export const todoStream = (todoId: string): string => `todo-${todoId}`;
 
-export type TodoCreatedEvent = {
-  readonly type: 'TodoCreated';
-  readonly data: {
-    readonly todo_id: string;
-    readonly endpoint_id: string;
-    readonly slug: string;
+export const TodoCreated = defineEvent(
+  'TodoCreated',
+  z.object({
+    todo_id: z.string(),
+    endpoint_id: z.string(),
+    slug: z.string(),
     /** The endpoint's owner: the todo is theirs. */
-    readonly operator: string;
-    readonly queue: string;
-    readonly kind: string;
+    operator: z.string(),
+    queue: z.string(),
+    kind: z.string(),
     /** Untrusted content for the agent (spec 4.13). */
-    readonly title: string;
-    readonly payload: unknown;
+    title: z.string(),
+    payload: z.unknown(),
     /** The idempotency key as given, or null. */
-    readonly key: string | null;
-    /** `operator` for hand-offs; other paths (webhook routes, create_for) name themselves. */
-    readonly source: string;
+    key: z.string().nullable(),
+    /** `operator` for hand-offs; other paths (webhook routes, quarantine releases) name themselves. */
+    source: z.string(),
     /** The delivery event the todo was born from. */
-    readonly event_id: number;
-    readonly created_by: string;
-    readonly created_at: string;
-  };
-};
+    event_id: z.number(),
+    created_by: z.string(),
+    created_at: z.string(),
+  }),
+);
 
-export const TODO_EVENT_TYPES: readonly TodoEvent['type'][] = ['TodoCreated', ...DRAIN_EVENT_TYPES];
+export const TodoClaimed = defineEvent(
+  'TodoClaimed',
+  z.object({
+    todo_id: z.string(),
+    endpoint_id: z.string(),
+    lease_id: z.string(),
+    /** The MCP session that claimed, for the operator's eyes; the lease id is what counts. */
+    session_id: z.string().nullable(),
+    claimed_at: z.string(),
+    lease_expires_at: z.string(),
+  }),
+);
 
-export const isTodoEventType = (t: string): t is TodoEvent['type'] =>
-  (TODO_EVENT_TYPES as readonly string[]).includes(t);
+/** A heartbeat: the holder is alive, the lease runs until the new expiry. */
+export const TodoLeaseExtended = defineEvent(
+  'TodoLeaseExtended',
+  z.object({
+    todo_id: z.string(),
+    lease_id: z.string(),
+    extended_at: z.string(),
+    lease_expires_at: z.string(),
+  }),
+);
+
+/** The holder gave the todo back unfinished: pending again, no attempt counted. */
+export const TodoReleased = defineEvent(
+  'TodoReleased',
+  z.object({
+    todo_id: z.string(),
+    lease_id: z.string(),
+    released_at: z.string(),
+    reason: z.string().nullable(),
+  }),
+);
+
+/** Nobody heartbeat in time (the expiry job, or a claim finding the lease run out): pending again. */
+export const TodoLeaseExpired = defineEvent(
+  'TodoLeaseExpired',
+  z.object({
+    todo_id: z.string(),
+    lease_id: z.string(),
+    lease_expires_at: z.string(),
+    expired_at: z.string(),
+  }),
+);
+
+export const TodoCompleted = defineEvent(
+  'TodoCompleted',
+  z.object({
+    todo_id: z.string(),
+    lease_id: z.string(),
+    completed_at: z.string(),
+    /** What the agent reported, kept as given (at most 16 KiB of JSON). */
+    result: z.unknown(),
+  }),
+);
+
+/**
+ * A failed attempt. `final` false: retryable and attempts remain, so the todo is pending again;
+ * `final` true: failed for good.
+ */
+export const TodoFailed = defineEvent(
+  'TodoFailed',
+  z.object({
+    todo_id: z.string(),
+    lease_id: z.string(),
+    failed_at: z.string(),
+    reason: z.string(),
+    retryable: z.boolean(),
+    /** Failed attempts so far, this one included. */
+    attempt: z.number().int(),
+    max_attempts: z.number().int(),
+    final: z.boolean(),
+  }),
+);
 
 /**
  * The idempotency key reservation `todo-key-<endpoint id>-<sha256(key)>` (design.md: a key is
  * unique per endpoint among live todos). Appended with the revision read, so of two racing
  * pushes exactly one reserves; released when the todo ends, after which the key is free again.
  */
-export type TodoKeyEvent =
-  | {
-      readonly type: 'TodoKeyReserved';
-      readonly data: { readonly todo_id: string; readonly endpoint_id: string; readonly reserved_at: string };
-    }
-  | {
-      readonly type: 'TodoKeyReleased';
-      readonly data: { readonly todo_id: string; readonly released_at: string };
-    };
+export const TodoKeyReserved = defineEvent(
+  'TodoKeyReserved',
+  z.object({ todo_id: z.string(), endpoint_id: z.string(), reserved_at: z.string() }),
+);
+export const TodoKeyReleased = defineEvent(
+  'TodoKeyReleased',
+  z.object({ todo_id: z.string(), released_at: z.string() }),
+);
 
-export const TODO_KEY_EVENT_TYPES: readonly TodoKeyEvent['type'][] = ['TodoKeyReserved', 'TodoKeyReleased'];
+export const drainEvents = [
+  TodoClaimed,
+  TodoLeaseExtended,
+  TodoReleased,
+  TodoLeaseExpired,
+  TodoCompleted,
+  TodoFailed,
+] as const;
+export const todoEvents = [TodoCreated, ...drainEvents] as const;
+export const todoKeyEvents = [TodoKeyReserved, TodoKeyReleased] as const;
 
-export const isTodoKeyEventType = (t: string): t is TodoKeyEvent['type'] =>
-  (TODO_KEY_EVENT_TYPES as readonly string[]).includes(t);
+/** The moves of the drain verbs (claim, heartbeat, release, expiry, complete, fail). */
+export type DrainEvent = z.infer<(typeof drainEvents)[number]>;
+export type TodoEvent = z.infer<(typeof todoEvents)[number]>;
+export type TodoKeyEvent = z.infer<(typeof todoKeyEvents)[number]>;
+
+export const TODO_EVENT_TYPES = typesOf(todoEvents);
+export const TODO_KEY_EVENT_TYPES = typesOf(todoKeyEvents);

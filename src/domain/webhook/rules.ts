@@ -1,237 +1,98 @@
-import { RULE_LIMITS, routeQueueProblem, structuralProblems } from '../../../rules-sandbox/index.ts';
-import { HooklineError } from '../../errors.ts';
-import { QUARANTINE } from '../endpoint/queue.ts';
-import { evolveWebhook, initialWebhookState, type WebhookState } from './decide.ts';
-import { isWebhookEventType, type WebhookEvent } from './events.ts';
-import {
-  isRulesEventType,
-  type RulesAndRoutesEvent,
-  type StoredRoute,
-  type StoredRule,
-} from './rules-events.ts';
+import { QUARANTINE, QUEUE_PATTERN } from '../queue.ts';
 
-/** The webhook as routing sees it: the aggregate, plus its rule list (with version) and routes. */
-export interface RoutingState {
-  readonly webhook: WebhookState;
-  /** 0 before any rule event; every rule event moves it to the version it carries. */
-  readonly version: number;
-  readonly rules: readonly StoredRule[];
-  readonly routes: readonly StoredRoute[];
-}
+/**
+ * What a webhook's rules are, as the domain judges them before anything reaches the sandbox: the
+ * limits of a list, and the outcomes the sandbox reports (rules-sandbox implements evaluation).
+ */
+export const RULE_LIMITS = {
+  maxRules: 50,
+  maxSourceLength: 8_192,
+  maxIdLength: 128,
+} as const;
 
-export const initialRoutingState: RoutingState = {
-  webhook: initialWebhookState,
-  version: 0,
-  rules: [],
-  routes: [],
-};
-
+/** A webhook has at most this many routes. */
 export const MAX_ROUTES = 50;
 
-export type RoutingStreamEvent = WebhookEvent | RulesAndRoutesEvent;
-
-export const isRoutingEventType = (t: string): t is RoutingStreamEvent['type'] =>
-  isWebhookEventType(t) || isRulesEventType(t);
-
-const insertAt = <T>(list: readonly T[], position: number, item: T): T[] => {
-  const copy = [...list];
-  copy.splice(Math.max(0, Math.min(position, copy.length)), 0, item);
-  return copy;
-};
-
-export function evolveRouting(state: RoutingState, event: RoutingStreamEvent): RoutingState {
-  switch (event.type) {
-    case 'WebhookCreated':
-      return { ...state, webhook: evolveWebhook(state.webhook, event) };
-    case 'WebhookRulesSet':
-      return { ...state, version: event.data.version, rules: event.data.rules };
-    case 'WebhookRuleAdded':
-      return {
-        ...state,
-        version: event.data.version,
-        rules: insertAt(state.rules, event.data.position, event.data.rule),
-      };
-    case 'WebhookRuleUpdated': {
-      const { rule_id, source } = event.data;
-      return {
-        ...state,
-        version: event.data.version,
-        rules: state.rules.map((r) => (r.id === rule_id ? { id: r.id, source } : r)),
-      };
-    }
-    case 'WebhookRuleMoved': {
-      const rule = state.rules.find((r) => r.id === event.data.rule_id);
-      const rest = state.rules.filter((r) => r.id !== event.data.rule_id);
-      return {
-        ...state,
-        version: event.data.version,
-        rules: rule ? insertAt(rest, event.data.position, rule) : rest,
-      };
-    }
-    case 'WebhookRuleRemoved':
-      return {
-        ...state,
-        version: event.data.version,
-        rules: state.rules.filter((r) => r.id !== event.data.rule_id),
-      };
-    case 'WebhookRouteAdded': {
-      const { route_id, queue, event_type } = event.data;
-      return { ...state, routes: [...state.routes, { route_id, queue, event_type }] };
-    }
-    case 'WebhookRouteRemoved':
-      return { ...state, routes: state.routes.filter((r) => r.route_id !== event.data.route_id) };
-    default: {
-      const never: never = event;
-      return never;
-    }
-  }
+/** One stored rule: a stable id (for list/move/update verbs and fault reports) and its source. */
+export interface RuleSource {
+  readonly id: string;
+  /** A JavaScript expression that evaluates to a `(delivery) => action` function. */
+  readonly source: string;
 }
 
-/** The endpoint making the call (release 0.5.0: only the owning endpoint may manage rules). */
-export interface RoutingCaller {
-  readonly endpointId: string;
-  readonly slug: string;
+/** The rule an outcome names: its id and its position (0-based) in the evaluated list. */
+export interface RuleRef {
+  readonly id: string;
+  readonly index: number;
 }
-
-export type RoutingCommand =
-  | { readonly kind: 'set_rules'; readonly rules: readonly StoredRule[] }
-  | { readonly kind: 'add_rule'; readonly rule: StoredRule; readonly position: number | undefined }
-  | { readonly kind: 'update_rule'; readonly ruleId: string; readonly source: string }
-  | { readonly kind: 'move_rule'; readonly ruleId: string; readonly position: number }
-  | { readonly kind: 'remove_rule'; readonly ruleId: string }
-  | {
-      readonly kind: 'add_route';
-      readonly route: StoredRoute;
-      /** The owning endpoint's queues: a route may only name one of them. */
-      readonly ownerQueues: readonly string[];
-    }
-  | { readonly kind: 'remove_route'; readonly routeId: string };
 
 /**
- * The owner check (spec 7, release 0.5.0): any endpoint but the owner hears `not_found`, exactly
- * as for a webhook that does not exist, so a caller learns nothing about others' webhooks.
+ * Why evaluation stopped without a decision. `invalid`: the rule returned something that is not
+ * an action. `crashed`: the sandbox process died (or hung and was killed) under the evaluation.
  */
-export function assertOwner(
-  state: RoutingState,
-  caller: RoutingCaller,
-): asserts state is RoutingState & {
-  webhook: Extract<WebhookState, { status: 'active' }>;
-} {
-  if (state.webhook.status !== 'active' || state.webhook.endpointId !== caller.endpointId) {
-    throw new HooklineError('not_found', 'this endpoint owns no webhook with that id');
-  }
-}
+export const FAULT_REASONS = ['threw', 'invalid', 'timeout', 'memory', 'cpu', 'compile', 'crashed'] as const;
+export type FaultReason = (typeof FAULT_REASONS)[number];
 
-function checkList(rules: readonly StoredRule[]): void {
-  const problems = structuralProblems(rules);
-  if (problems.length > 0) {
-    throw new HooklineError(
-      'bad_request',
-      problems.map((p) => `rule ${p.rule.index} (${JSON.stringify(p.rule.id)}): ${p.message}`).join('; '),
-    );
-  }
+export interface FaultedOutcome {
+  readonly kind: 'faulted';
+  /** The rule that faulted; null when no single rule is to blame (the sandbox process died, the
+   * delivery itself was too large to copy in). */
+  readonly rule: RuleRef | null;
+  readonly reason: FaultReason;
+  /** Short, human-readable; never contains host paths or stack traces. */
+  readonly message: string;
 }
-
-const findRule = (state: RoutingState, ruleId: string): StoredRule => {
-  const rule = state.rules.find((r) => r.id === ruleId);
-  if (!rule) throw new HooklineError('not_found', `the webhook has no rule ${JSON.stringify(ruleId)}`);
-  return rule;
-};
 
 /**
- * Rule and route decisions. Structure is judged here (limits, ids, queues); whether the new list
- * compiles and survives the recent deliveries (the save dry run) needs the sandbox and is judged
- * by the caller on the list these events produce (`evolveRouting`), before appending them.
+ * The result of evaluating a webhook's rules against one delivery. `held` is a rule's quarantine
+ * action; `default` means every rule continued. A faulted delivery is held in quarantine too
+ * (fail closed); the caller records which of the two happened.
  */
-export function decideRouting(
-  command: RoutingCommand,
-  state: RoutingState,
-  caller: RoutingCaller,
-  now: Date,
-): RulesAndRoutesEvent[] {
-  assertOwner(state, caller);
-  const stamp = { webhook_id: state.webhook.id, by: `endpoint:${caller.slug}`, at: now.toISOString() };
-  const version = state.version + 1;
-  switch (command.kind) {
-    case 'set_rules': {
-      checkList(command.rules);
-      const rules = command.rules.map((r) => ({ id: r.id, source: r.source }));
-      return [{ type: 'WebhookRulesSet', data: { ...stamp, version, rules } }];
+export type Outcome =
+  | { readonly kind: 'routed'; readonly queue: string; readonly rule: RuleRef }
+  | { readonly kind: 'dropped'; readonly rule: RuleRef }
+  | { readonly kind: 'held'; readonly rule: RuleRef }
+  | { readonly kind: 'default' }
+  | FaultedOutcome;
+
+/** A rule of a list that is refused: structurally, or because it does not compile. */
+export interface CompileProblem {
+  readonly rule: RuleRef;
+  readonly message: string;
+}
+
+/** Structural problems of a list: too many rules, empty or over-long sources, bad or repeated ids. */
+export function structuralProblems(rules: readonly RuleSource[]): CompileProblem[] {
+  const problems: CompileProblem[] = [];
+  const seen = new Set<string>();
+  rules.forEach((rule, index) => {
+    const id = typeof rule?.id === 'string' ? rule.id : '';
+    const ref = { id, index };
+    if (index >= RULE_LIMITS.maxRules) {
+      problems.push({ rule: ref, message: `a webhook has at most ${RULE_LIMITS.maxRules} rules` });
+    } else if (id.length === 0 || id.length > RULE_LIMITS.maxIdLength) {
+      problems.push({ rule: ref, message: `a rule id is 1 to ${RULE_LIMITS.maxIdLength} characters` });
+    } else if (seen.has(id)) {
+      problems.push({ rule: ref, message: `rule id ${JSON.stringify(id)} appears twice in the list` });
+    } else if (typeof rule.source !== 'string' || rule.source.trim().length === 0) {
+      problems.push({ rule: ref, message: 'the rule source is empty' });
+    } else if (rule.source.length > RULE_LIMITS.maxSourceLength) {
+      problems.push({
+        rule: ref,
+        message: `a rule source is at most ${RULE_LIMITS.maxSourceLength} characters`,
+      });
     }
-    case 'add_rule': {
-      const position = command.position ?? state.rules.length;
-      if (position < 0 || position > state.rules.length) {
-        throw new HooklineError('bad_request', `position must be 0 to ${state.rules.length}`);
-      }
-      checkList(insertAt(state.rules, position, command.rule));
-      const rule = { id: command.rule.id, source: command.rule.source };
-      return [{ type: 'WebhookRuleAdded', data: { ...stamp, version, rule, position } }];
-    }
-    case 'update_rule': {
-      findRule(state, command.ruleId);
-      checkList(state.rules.map((r) => (r.id === command.ruleId ? { id: r.id, source: command.source } : r)));
-      return [
-        {
-          type: 'WebhookRuleUpdated',
-          data: { ...stamp, version, rule_id: command.ruleId, source: command.source },
-        },
-      ];
-    }
-    case 'move_rule': {
-      findRule(state, command.ruleId);
-      if (command.position < 0 || command.position >= state.rules.length) {
-        throw new HooklineError('bad_request', `position must be 0 to ${state.rules.length - 1}`);
-      }
-      return [
-        {
-          type: 'WebhookRuleMoved',
-          data: { ...stamp, version, rule_id: command.ruleId, position: command.position },
-        },
-      ];
-    }
-    case 'remove_rule':
-      findRule(state, command.ruleId);
-      return [{ type: 'WebhookRuleRemoved', data: { ...stamp, version, rule_id: command.ruleId } }];
-    case 'add_route': {
-      const { route } = command;
-      const problem = routeQueueProblem(route.queue);
-      if (problem) throw new HooklineError('bad_request', problem, { field: 'queue' });
-      if (route.queue === QUARANTINE || !command.ownerQueues.includes(route.queue)) {
-        throw new HooklineError(
-          'bad_request',
-          `queue ${route.queue} is outside the owning endpoint's scope (${command.ownerQueues.join(', ')})`,
-          { field: 'queue' },
-        );
-      }
-      if (state.routes.length >= MAX_ROUTES) {
-        throw new HooklineError('bad_request', `a webhook has at most ${MAX_ROUTES} routes`);
-      }
-      if (state.routes.some((r) => r.route_id === route.route_id)) {
-        throw new HooklineError('conflict', `route ${route.route_id} exists`);
-      }
-      return [{ type: 'WebhookRouteAdded', data: { ...stamp, ...route } }];
-    }
-    case 'remove_route':
-      if (!state.routes.some((r) => r.route_id === command.routeId)) {
-        throw new HooklineError('not_found', `the webhook has no route ${JSON.stringify(command.routeId)}`);
-      }
-      return [{ type: 'WebhookRouteRemoved', data: { ...stamp, route_id: command.routeId } }];
-    default: {
-      const never: never = command;
-      return never;
-    }
+    seen.add(id);
+  });
+  return problems;
+}
+
+/** Why a route's queue is refused, or null when it is a queue a rule may route to. */
+export function routeQueueProblem(queue: string): string | null {
+  if (queue === QUARANTINE) {
+    return '`quarantine` is reserved: return { quarantine: true } to hold a delivery';
   }
+  if (!QUEUE_PATTERN.test(queue))
+    return `route queue ${JSON.stringify(queue)} must match ${QUEUE_PATTERN.source}`;
+  return null;
 }
-
-/** The state after `events`: what a save would leave (the dry run judges its rules). */
-export const applyAll = (state: RoutingState, events: readonly RoutingStreamEvent[]): RoutingState =>
-  events.reduce(evolveRouting, state);
-
-/** The default target: the first route matching the event type, else the webhook's own queue. */
-export function defaultQueue(state: RoutingState, eventType: string | null): string | null {
-  if (state.webhook.status !== 'active') return null;
-  const route = state.routes.find((r) => r.event_type === null || r.event_type === eventType);
-  return route?.queue ?? state.webhook.queue;
-}
-
-export { RULE_LIMITS };

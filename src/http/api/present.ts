@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import type { EndpointRow } from '../../../projections/endpoints.ts';
+import type { EndpointRow } from '../../../projections/endpoints.table.ts';
 import type { EndpointState } from '../../domain/endpoint/state.ts';
-import type { Vended } from '../../domain/endpoint/vend.ts';
 import { ingestUrl } from '../../domain/webhook/decide.ts';
+import type { Vended } from '../../endpoints/vend.ts';
 import type { EndpointOut, VendEndpointOut } from './schemas.ts';
 
 export const mcpUrl = (baseUrl: string, slug: string): string => `${baseUrl}/mcp/${slug}`;

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { listQuarantine, type QuarantineRow } from '../../../projections/quarantine.ts';
+import { listQuarantine } from '../../../projections/quarantine.queries.ts';
+import type { QuarantineRow } from '../../../projections/quarantine.table.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
-import { queueNameSchema } from '../../domain/endpoint/queue.ts';
+import { queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
-import { releaseHeld } from '../../routing/quarantine.ts';
+import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
 import { summarizeZod } from '../errors-plugin.ts';
 
@@ -68,7 +69,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, code: 'invalid_body' | '
 }
 
 /**
- * The operator's view of quarantine (README "Quarantine"): `GET /api/v1/quarantine` lists held
+ * The operator's view of quarantine (docs/guides/writing-rules.md, "Quarantine"): `GET /api/v1/quarantine` lists held
  * deliveries of the operator's endpoints with why they were held; `POST
  * /api/v1/quarantine/{todo_id}/release` with `{ "queue": "..." }` hands one to a queue of its
  * endpoint as a new todo (once the rules are fixed). Same operator bearer as the rest of /api/v1.

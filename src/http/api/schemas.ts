@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { agentNameSchema } from '../../domain/agent/name.ts';
-import { DEFAULT_QUEUE, queueNameSchema } from '../../domain/endpoint/queue.ts';
 import { ALL_VERBS } from '../../domain/endpoint/verbs.ts';
+import { DEFAULT_QUEUE, queueNameSchema } from '../../domain/queue.ts';
 import { todoKeySchema, todoKindSchema, todoTitleSchema } from '../../domain/todo/input.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ProviderListing } from '../../../projections/providers.ts';
-import type { ProjectionRunner } from '../../../projections/types.ts';
+import type { ProjectionRunner } from '../../../projections/engine/types.ts';
+import type { ProviderListing } from '../../../projections/providers.queries.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import type { DB } from '../../db/database.ts';

@@ -1,5 +1,5 @@
-import { listProviders } from '../../../projections/providers.ts';
-import { getSettings } from '../../../projections/settings.ts';
+import { listProviders, providerNames } from '../../../projections/providers.queries.ts';
+import { getSettings } from '../../../projections/settings.queries.ts';
 import type { Live } from '../../live/index.ts';
 import type { Runtime } from '../../runtime.ts';
 import { loadAssets } from './assets.ts';
@@ -19,23 +19,10 @@ export function createUi(runtime: Runtime, live: Live) {
     projections: runtime.projections,
     hub: live.hub,
     listProviders: (db = runtime.db) => listProviders(runtime.config, db, runtime.clock.now()),
-    providerNames: () => providerNames(runtime),
+    providerNames: () => providerNames(runtime.config, runtime.db),
     views: createViews({ assets, version: runtime.config.version }),
     assets,
   });
-}
-
-/** Every provider name the log can filter by: configured ones and the read model's. */
-async function providerNames(runtime: Pick<Runtime, 'config' | 'db'>): Promise<string[]> {
-  const rows = await runtime.db.selectFrom('providers').select('name').execute();
-  const configured = [
-    'codehost',
-    'payments',
-    'chat',
-    ...runtime.config.broker.channels.map((c) => `broker:${c}`),
-  ];
-  const rest = rows.map((r) => r.name).filter((n) => !configured.includes(n));
-  return [...configured, ...rest.sort()];
 }
 
 /** sse_retry_ms from the settings read model: the stream's `retry:` at each connect. */

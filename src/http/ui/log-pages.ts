@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { getEvent, type LogFilters, listEvents } from '../../../projections/log.ts';
-import { DELIVERIES_STREAM } from '../../domain/delivery/metadata.ts';
+import { getEvent, type LogFilters, listEvents } from '../../../projections/log.queries.ts';
+import { DELIVERIES_STREAM } from '../../domain/delivery/events.ts';
 import { HooklineError } from '../../errors.ts';
 import { type EventStore, type Position, StreamNotFoundError } from '../../eventstore/port.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';

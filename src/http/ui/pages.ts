@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { listEvents } from '../../../projections/log.ts';
-import type { ProviderListing } from '../../../projections/providers.ts';
+import { listEvents } from '../../../projections/log.queries.ts';
+import type { ProviderListing } from '../../../projections/providers.queries.ts';
 import { loadStatusSnapshot } from '../../live/status.ts';
 import { layoutContext, sendHtml, type UiDeps } from './context.ts';
 import { readAtLogPosition } from './snapshot.ts';

@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { listQuarantine, type QuarantineRow } from '../../../projections/quarantine.ts';
+import { endpointScopes } from '../../../projections/endpoints.queries.ts';
+import { findHeld, listQuarantine } from '../../../projections/quarantine.queries.ts';
+import type { QuarantineRow } from '../../../projections/quarantine.table.ts';
+import { todoTitles } from '../../../projections/todos.queries.ts';
+import { webhookNames } from '../../../projections/webhooks.queries.ts';
 import { createIdentityResolver } from '../../auth/identity.ts';
-import { QUARANTINE, queueNameSchema } from '../../domain/endpoint/queue.ts';
+import { QUARANTINE, queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
-import { releaseHeld } from '../../routing/quarantine.ts';
+import { releaseHeld } from '../../rules/quarantine-release.ts';
 import { summarizeZod } from '../errors-plugin.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
@@ -31,18 +35,11 @@ export interface HeldView {
 async function views(deps: UiDeps, rows: readonly QuarantineRow[]): Promise<HeldView[]> {
   if (rows.length === 0) return [];
   const ids = (key: 'todo_id' | 'endpoint_id' | 'webhook_id') => [...new Set(rows.map((r) => r[key]))];
-  const [todos, endpoints, webhooks] = await Promise.all([
-    deps.db.selectFrom('todos').select(['id', 'title']).where('id', 'in', ids('todo_id')).execute(),
-    deps.db
-      .selectFrom('endpoints')
-      .select(['id', 'slug', 'queues'])
-      .where('id', 'in', ids('endpoint_id'))
-      .execute(),
-    deps.db.selectFrom('webhooks').select(['id', 'name']).where('id', 'in', ids('webhook_id')).execute(),
+  const [title, endpoint, webhook] = await Promise.all([
+    todoTitles(deps.db, ids('todo_id')),
+    endpointScopes(deps.db, ids('endpoint_id')),
+    webhookNames(deps.db, ids('webhook_id')),
   ]);
-  const title = new Map(todos.map((t) => [t.id, t.title]));
-  const endpoint = new Map(endpoints.map((e) => [e.id, e]));
-  const webhook = new Map(webhooks.map((w) => [w.id, w.name]));
   return rows.map((r) => {
     const ep = endpoint.get(r.endpoint_id);
     return {
@@ -72,7 +69,7 @@ async function views(deps: UiDeps, rows: readonly QuarantineRow[]): Promise<Held
 }
 
 /**
- * GET /quarantine and POST /quarantine/{todo_id}/release (README "Quarantine"): the operator's
+ * GET /quarantine and POST /quarantine/{todo_id}/release (docs/guides/writing-rules.md, "Quarantine"): the operator's
  * held deliveries with why they were held, and a release to one of the endpoint's queues through
  * the same domain handler as POST /api/v1/quarantine/{todo_id}/release. The screens have no
  * in-app sign-in (spec 1.7): the operator is the forward-auth user when a trusted proxy names one,
@@ -111,12 +108,7 @@ export function registerQuarantinePage(app: FastifyInstance, deps: UiDeps): void
       await deps.projections.waitFor(position, { timeoutMs: deps.readYourWritesMs ?? 2000 }).catch(() => {});
     }
     if (!wantsFragment(request)) return reply.redirect('/quarantine', 303);
-    const row = await deps.db
-      .selectFrom('quarantine')
-      .selectAll()
-      .where('todo_id', '=', todoId.data)
-      .where('operator', '=', operator)
-      .execute();
+    const row = await findHeld(deps.db, operator, todoId.data);
     const [h] = await views(deps, row);
     return sendHtml(reply, deps.views.render('fragments/quarantine-row.njk', { h }));
   });

@@ -1,13 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { getSettings, listRetentionRuns } from '../../../projections/settings.ts';
-import { handleSettingsCommand } from '../../domain/settings/handler.ts';
-import {
-  type SettingName,
-  type Settings,
-  settingBounds,
-  settingNames,
-} from '../../domain/settings/settings.ts';
+import { getSettings, listRetentionRuns } from '../../../projections/settings.queries.ts';
+import { type SettingName, type Settings, settingBounds, settingNames } from '../../domain/settings/state.ts';
 import { DEFAULT_RETENTION_INTERVAL_MS } from '../../retention/job.ts';
+import { changeSettings } from '../../settings/change.ts';
 import { actorOf, layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
 /** A form value as a number: whole decimal numbers only; anything else is NaN and refused (422). */
@@ -60,7 +55,7 @@ export function registerSettingsPage(app: FastifyInstance, deps: UiDeps): void {
     const body = (request.body ?? {}) as Record<string, unknown>;
     const values: Partial<Record<SettingName, number>> = {};
     for (const name of settingNames) if (name in body) values[name] = toNumber(body[name]);
-    const result = await handleSettingsCommand(
+    const result = await changeSettings(
       { store: deps.store, clock: deps.clock },
       { type: 'ChangeSettings', values, actor: actorOf(deps, request) },
     );

@@ -1,4 +1,4 @@
-import { readCheckpoint } from '../../../projections/checkpoints.ts';
+import { readCheckpoint } from '../../../projections/engine/checkpoints.ts';
 import type { DB } from '../../db/database.ts';
 import type { Position } from '../../eventstore/port.ts';
 

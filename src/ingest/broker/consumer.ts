@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Clock } from '../../clock.ts';
 import { HooklineError } from '../../errors.ts';
-import type { ComponentState } from '../../health.ts';
+import type { ComponentState } from '../../health-registry.ts';
 import type { Logger } from '../../logger.ts';
 import type { DeliveryRecorder } from '../recorder.ts';
 import { type RawEntry, toBrokerDelivery } from './message.ts';

@@ -1,8 +1,8 @@
 import os from 'node:os';
-import type { ComponentState } from '../../health.ts';
+import type { ComponentState } from '../../health-registry.ts';
 import type { Logger } from '../../logger.ts';
+import { createProviderDirectory, type ProviderDirectory } from '../../providers/directory.ts';
 import type { Runtime } from '../../runtime.ts';
-import { createProviderDirectory, type ProviderDirectory } from '../provider-directory.ts';
 import type { DeliveryRecorder } from '../recorder.ts';
 import { backoffMs, type ChannelConsumer, startChannelConsumer } from './consumer.ts';
 import { brokerProviderName } from './message.ts';

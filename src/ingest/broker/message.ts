@@ -4,7 +4,7 @@ import type { DeliveryInput } from '../recorder.ts';
  * One Redis Streams entry turned into a delivery for the log (spec 1.2, 2.1: family and trust mode
  * `queue`, no source address, never `verified`). Pure: no I/O, the receive time passed in.
  *
- * Fields read from each entry (README "Broker ingestion"):
+ * Fields read from each entry (docs/reference/api.md, "Broker ingestion"):
  * - `payload`: the body, bytes kept exactly (read as Buffers, so non-UTF-8 survives);
  * - `content_type`: default `application/json`;
  * - `event_type`: optional;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { randomBase32 } from '../../domain/endpoint/ids.ts';
-import { QUEUE_PATTERN } from '../../domain/endpoint/queue.ts';
+import { QUEUE_PATTERN } from '../../domain/queue.ts';
+import { randomBase32 } from '../../ids.ts';
 import { saveRouting, webhookId } from './rules-support.ts';
 import { defineTool } from './types.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { randomBase32 } from '../../domain/endpoint/ids.ts';
+import { randomBase32 } from '../../ids.ts';
 import { ruleId, ruleSource, saveRouting, webhookId } from './rules-support.ts';
 import { defineTool } from './types.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_LEASE_MS } from '../../domain/todo/lease.ts';
+import { DEFAULT_LEASE_MS } from '../../domain/todo/decide.ts';
 import { todoOut } from '../present.ts';
 import { ok } from '../result.ts';
 import { leaseMs, leaseSeconds, todoId } from './schemas.ts';

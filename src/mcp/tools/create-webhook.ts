@@ -1,21 +1,9 @@
 import { z } from 'zod';
-import { hashCredential, mintIngestToken } from '../../auth/credentials.ts';
-import { newId } from '../../domain/endpoint/ids.ts';
-import { loadEndpoint, resolveEndpointId } from '../../domain/endpoint/resolve.ts';
-import { type EndpointFacts, isExpired } from '../../domain/endpoint/state.ts';
-import {
-  decideCreateTokenWebhook,
-  ingestUrl,
-  initialWebhookState,
-  webhookStream,
-} from '../../domain/webhook/decide.ts';
+import { type EndpointFacts, factsOf, isExpired } from '../../domain/endpoint/state.ts';
+import { ingestUrl } from '../../domain/webhook/decide.ts';
+import { loadEndpoint, resolveEndpointId } from '../../endpoints/resolve.ts';
 import { HooklineError } from '../../errors.ts';
-import { jsonEvent } from '../../eventstore/codec.ts';
-import {
-  mintSigningSecret,
-  WEBHOOK_SIGNING_SET,
-  type WebhookSigningEvent,
-} from '../../ingest/endpoint-webhook-signing.ts';
+import { createSignedWebhook } from '../../webhooks/create.ts';
 import { ok } from '../result.ts';
 import { queueName } from './schemas.ts';
 import { drainQueues, queuesFor } from './scope.ts';
@@ -64,8 +52,7 @@ async function ownerOf(ctx: ToolContext, ref: string | undefined): Promise<Endpo
   ) {
     throw new HooklineError('not_found', 'no active endpoint of the same owner has that slug or id');
   }
-  const { status: _status, ...facts } = state;
-  return facts;
+  return factsOf(state);
 }
 
 export const createWebhook = defineTool({
@@ -81,52 +68,29 @@ export const createWebhook = defineTool({
     const [queue] = args.queue === undefined ? drainQueues(owner) : queuesFor(owner, args.queue);
     if (queue === undefined) throw new HooklineError('forbidden', 'the owning endpoint drains no queue');
 
-    const webhookId = newId('wh');
-    const token = mintIngestToken();
-    const secret = mintSigningSecret();
-    const now = clock.now();
-    const created = decideCreateTokenWebhook(
+    const created = await createSignedWebhook(
+      { store, clock, seal: (secret, id) => ctx.services.secretBox.seal(secret, id) },
       {
-        webhookId,
-        endpointId: owner.id,
-        operator: owner.operator,
+        owner,
         human: `endpoint:${ctx.endpoint.slug}`,
         name: args.name,
         queue,
-        tokenHash: hashCredential(token),
+        requireSignature: args.require_signature ?? true,
       },
-      initialWebhookState,
-      now,
-    );
-    const signing: WebhookSigningEvent = {
-      type: WEBHOOK_SIGNING_SET,
-      data: {
-        webhook_id: webhookId,
-        scheme: 'standard-webhooks',
-        secret_sealed: ctx.services.secretBox.seal(secret, webhookId),
-        required: args.require_signature ?? true,
-        set_at: now.toISOString(),
-      },
-    };
-    // One append: a webhook never exists without its signing rule.
-    const appended = await store.append(
-      webhookStream(webhookId),
-      [...created.map((e) => jsonEvent(e.type, e.data)), jsonEvent(signing.type, signing.data)],
-      { expectedRevision: 'no_stream' },
     );
     // The ingest path finds the webhook in the read model: make the URL work before it is shown.
     await projections
-      .waitFor(appended.position, { projection: 'webhooks', timeoutMs: 5000 })
+      .waitFor(created.position, { projection: 'webhooks', timeoutMs: 5000 })
       .catch((err: unknown) => logger.warn({ err }, 'mcp: webhooks read model lags behind create_webhook'));
     return ok({
-      webhook_id: webhookId,
+      webhook_id: created.webhookId,
       name: args.name,
       endpoint: owner.slug,
       queue,
       trust_mode: 'token',
-      signature: { scheme: 'standard-webhooks', required: signing.data.required },
-      ingest_url: ingestUrl(config.baseUrl, token),
-      signing_secret: secret,
+      signature: { scheme: 'standard-webhooks', required: created.required },
+      ingest_url: ingestUrl(config.baseUrl, created.token),
+      signing_secret: created.secret,
       note: 'ingest_url and signing_secret are shown only now; hookline keeps neither in the clear.',
     });
   },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageTodos } from '../../../projections/todos.queries.ts';
 import { UNTRUSTED_NOTE } from '../present.ts';
 import { ok } from '../result.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
@@ -27,36 +28,15 @@ export const listTodos = defineTool({
   async run(ctx, args) {
     const queues = queuesFor(ctx.endpoint, args.queue);
     const size = args.limit ?? 20;
-    const { db } = ctx.services.runtime;
-    let q = db
-      .selectFrom('todos')
-      .select([
-        'id',
-        'queue',
-        'kind',
-        'state',
-        'title',
-        'created_at',
-        'updated_at',
-        'lease_expires_at',
-        'event_id',
-      ])
-      .where('endpoint_id', '=', ctx.endpoint.id)
-      .where('queue', 'in', queues);
-    if (args.state) q = q.where('state', '=', args.state);
-    if (args.kind) q = q.where('kind', '=', args.kind);
-    if (args.cursor) {
-      const c = decodeCursor(args.cursor);
-      q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(c.at, c.id)));
-    }
-    const rows =
-      queues.length === 0
-        ? []
-        : await q
-            .orderBy('created_at')
-            .orderBy('id')
-            .limit(size + 1)
-            .execute();
+    const c = args.cursor ? decodeCursor(args.cursor) : undefined;
+    const rows = await pageTodos(ctx.services.runtime.db, {
+      endpointId: ctx.endpoint.id,
+      queues,
+      state: args.state,
+      kind: args.kind,
+      after: c ? { at: c.at, id: c.id } : undefined,
+      limit: size + 1,
+    });
     const page = rows.slice(0, size);
     const last = page.at(-1);
     return ok({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { listWebhooksOfEndpoint } from '../../../projections/webhooks.ts';
+import { pageWebhookEvents } from '../../../projections/log.queries.ts';
+import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
 import { HooklineError } from '../../errors.ts';
 import { ok } from '../result.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
@@ -37,35 +38,19 @@ export const listWebhookEvents = defineTool({
     const ids = args.webhook_id ? [args.webhook_id] : owned;
     if (ids.length === 0) return ok({ events: [], next_cursor: null });
     const size = args.limit ?? 20;
-    let q = db
-      .selectFrom('log_events')
-      .select([
-        'id',
-        'provider',
-        'event_type',
-        'trust_mode',
-        'verified',
-        'payload_size',
-        'received_at',
-        'disposition',
-      ])
-      .where(
-        'provider',
-        'in',
-        ids.map((id) => `webhook:${id}`),
-      );
-    if (args.disposition) q = q.where('disposition', '=', args.disposition);
+    let before: { at: Date; id: bigint } | undefined;
     if (args.cursor) {
       const c = decodeCursor(args.cursor);
       if (!/^[0-9]+$/.test(c.id))
         throw new HooklineError('bad_request', 'the cursor is not one this server issued');
-      q = q.where((eb) => eb(eb.refTuple('received_at', 'id'), '<', eb.tuple(c.at, BigInt(c.id))));
+      before = { at: c.at, id: BigInt(c.id) };
     }
-    const rows = await q
-      .orderBy('received_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(size + 1)
-      .execute();
+    const rows = await pageWebhookEvents(db, {
+      providers: ids.map((id) => `webhook:${id}`),
+      disposition: args.disposition,
+      before,
+      limit: size + 1,
+    });
     const page = rows.slice(0, size);
     const last = page.at(-1);
     return ok({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { listWebhooksOfEndpoint } from '../../../projections/webhooks.ts';
-import { loadWebhookSigning } from '../../ingest/endpoint-webhook-signing.ts';
+import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
+import { loadWebhook } from '../../webhooks/load.ts';
 import { ok } from '../result.ts';
 import { defineTool } from './types.ts';
 
@@ -16,7 +16,7 @@ export const listWebhooks = defineTool({
     const rows = await listWebhooksOfEndpoint(db, ctx.endpoint.id);
     const webhooks = await Promise.all(
       rows.map(async (r) => {
-        const signing = await loadWebhookSigning(store, r.id);
+        const { signing } = (await loadWebhook(store, r.id)).state;
         return {
           webhook_id: r.id,
           name: r.name,

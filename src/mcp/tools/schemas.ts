@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { queueNameSchema } from '../../domain/endpoint/queue.ts';
-import { MAX_LEASE_MS } from '../../domain/todo/lease.ts';
+import { queueNameSchema } from '../../domain/queue.ts';
+import { MAX_LEASE_MS } from '../../domain/todo/decide.ts';
 
 /** Shared argument shapes; a value outside them is a protocol error (InvalidParams). */
 export const todoId = z

@@ -1,6 +1,6 @@
-import { QUARANTINE } from '../../domain/endpoint/queue.ts';
 import type { EndpointFacts } from '../../domain/endpoint/state.ts';
-import type { Caller } from '../../domain/todo/lease.ts';
+import { QUARANTINE } from '../../domain/queue.ts';
+import type { Caller } from '../../domain/todo/decide.ts';
 import { HooklineError } from '../../errors.ts';
 
 /** The queues an endpoint drains; `quarantine` never, whatever its scope says (spec 3). */

@@ -1,17 +1,9 @@
 import { z } from 'zod';
-import type { RuleSource } from '../../../rules-sandbox/index.ts';
-import { structuralProblems } from '../../../rules-sandbox/index.ts';
-import { QUARANTINE } from '../../domain/endpoint/queue.ts';
+import { structuralProblems } from '../../domain/webhook/rules.ts';
 import { HooklineError, isHooklineError } from '../../errors.ts';
+import { ownerQueues, presentDryRun, recentDeliveries } from '../../rules/edit.ts';
 import { failure, ok } from '../result.ts';
-import {
-  loadOwned,
-  presentDryRun,
-  recentDeliveries,
-  ruleId,
-  ruleSource,
-  webhookId,
-} from './rules-support.ts';
+import { loadOwned, ruleId, ruleSource, webhookId } from './rules-support.ts';
 import { defineTool } from './types.ts';
 
 export const testWebhookRules = defineTool({
@@ -36,7 +28,7 @@ export const testWebhookRules = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(ctx, args) {
     const { state } = await loadOwned(ctx, args.webhook_id);
-    const candidate = { ...state, rules: (args.rules ?? state.rules) as RuleSource[] };
+    const candidate = { ...state, rules: args.rules ?? state.rules };
     const structural = structuralProblems(candidate.rules);
     if (structural.length > 0) {
       throw new HooklineError(
@@ -45,7 +37,7 @@ export const testWebhookRules = defineTool({
       );
     }
     const deliveries = await recentDeliveries(
-      ctx,
+      ctx.services.runtime.db,
       args.webhook_id,
       args.event_id === undefined ? {} : { eventId: args.event_id, limit: 1 },
     );
@@ -57,12 +49,7 @@ export const testWebhookRules = defineTool({
         candidate.rules,
         deliveries.map((d) => d.delivery),
       );
-      const shown = presentDryRun(
-        report,
-        deliveries,
-        candidate,
-        ctx.endpoint.queues.filter((q) => q !== QUARANTINE),
-      );
+      const shown = presentDryRun(report, deliveries, candidate, ownerQueues(ctx.endpoint));
       const faults = shown.outcomes.filter((o) => o.disposition === 'faulted');
       return ok({
         webhook_id: args.webhook_id,

@@ -1,0 +1,139 @@
+import { type CopySpec, type CopyValue, copyRows } from '../src/db/copy.ts';
+import { DELIVERIES_STREAM, DELIVERY_RECEIVED, eventIdFromRevision } from '../src/domain/delivery/events.ts';
+import { decodeDeliveryMetadata, decodeEvent } from '../src/domain/events.ts';
+import { RETENTION_STREAM } from '../src/domain/retention/events.ts';
+import type { RecordedEvent } from '../src/eventstore/port.ts';
+import type { Projection } from './engine/types.ts';
+import { logRetainedFrom } from './log.queries.ts';
+import { createLogTables } from './log.table.ts';
+
+const _decoder = new TextDecoder();
+/** Rows and payload bytes per COPY (each is one buffer in memory before it is sent). */
+const COPY_ROWS_MAX = 2_000;
+const COPY_BYTES_MAX = 32 * 1024 * 1024;
+
+/**
+ * A delivery's row, loaded with binary COPY (src/db/copy.ts): about half the server time of an
+ * INSERT from unnested arrays, which PostgreSQL had to parse from text. `disposition` starts null.
+ */
+const LOG_COPY: CopySpec = {
+  table: 'log_events',
+  columns: [
+    ['id', 'int8'],
+    ['event_uuid', 'uuid'],
+    ['position', 'text'],
+    ['provider', 'text'],
+    ['event_type', 'text'],
+    ['trust_mode', 'text'],
+    ['verified', 'bool'],
+    ['verify_detail', 'text'],
+    ['external_id', 'text'],
+    ['content_type', 'text'],
+    ['source_ip', 'text'],
+    ['headers', 'jsonb'],
+    ['payload', 'bytea'],
+    ['payload_size', 'int4'],
+    ['received_at', 'timestamptz'],
+  ],
+};
+
+function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> {
+  for (const e of deliveries) {
+    const m = decodeDeliveryMetadata(e);
+    const receivedAt = Date.parse(m.received_at);
+    if (Number.isNaN(receivedAt)) throw new Error(`delivery ${e.id} has no valid received_at`);
+    yield [
+      eventIdFromRevision(e.revision),
+      e.id,
+      e.position,
+      m.provider,
+      m.event_type ?? null,
+      m.trust_mode,
+      m.verified,
+      m.verify_detail ?? null,
+      m.external_id ?? null,
+      m.content_type ?? null,
+      m.source_ip ?? null,
+      JSON.stringify(m.headers ?? {}),
+      e.data,
+      e.data.byteLength,
+      receivedAt,
+    ];
+  }
+}
+
+const isRetentionRan = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
+  e.streamId === RETENTION_STREAM && e.type === 'RetentionRan';
+
+/** The first id a RetentionRan says the log keeps (0: none); older events only have truncated_before_id. */
+function retainedFrom(e: RecordedEvent): number {
+  const event = decodeEvent(e);
+  if (event.type !== 'RetentionRan') return 0;
+  const ids = [event.data.log_before_id, event.data.truncated_before_id].filter(
+    (v): v is number => typeof v === 'number' && Number.isSafeInteger(v),
+  );
+  return Math.max(0, ...ids);
+}
+
+export const logProjection: Projection = {
+  name: 'log',
+  // 2: retention applied by the projection itself (log_retention).
+  version: 2,
+  tables: ['log_events', 'log_retention'],
+  createTables: createLogTables,
+  handles: (e) =>
+    (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||
+    (e.type === 'DeliveryDisposed' && e.streamId.startsWith('dispositions-')) ||
+    isRetentionRan(e),
+  // A delivery inserts its own row (keyed by its revision); a disposition updates a row an earlier
+  // event inserted, so it waits for them.
+  commutes: (e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED,
+  async apply(db, events) {
+    let deliveries = events.filter((e) => e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED);
+    // Every delivery below a prune point comes before it in $all (the job decides from what is
+    // recorded); this keeps the rule local all the same: nothing below the floor is ever inserted.
+    const floor = deliveries.length > 0 ? await logRetainedFrom(db) : 1;
+    if (floor > 1) deliveries = deliveries.filter((e) => eventIdFromRevision(e.revision) >= floor);
+    for (let start = 0; start < deliveries.length; ) {
+      let end = start;
+      let bytes = 0;
+      while (
+        end < deliveries.length &&
+        end - start < COPY_ROWS_MAX &&
+        (end === start || bytes < COPY_BYTES_MAX)
+      ) {
+        bytes += deliveries[end]!.data.byteLength;
+        end++;
+      }
+      await copyRows(db, LOG_COPY, logRows(deliveries.slice(start, end)));
+      start = end;
+    }
+    // A disposition always follows its delivery in $all, so after the inserts.
+    for (const e of events) {
+      if (e.type !== 'DeliveryDisposed' || !e.streamId.startsWith('dispositions-')) continue;
+      const event = decodeEvent(e);
+      if (event.type !== 'DeliveryDisposed') continue;
+      const d = event.data;
+      await db
+        .updateTable('log_events')
+        .set({ disposition: d.disposition })
+        .where('id', '=', d.event_id)
+        .execute();
+    }
+    // Retention: the job has already deleted these rows in small batches, so live this deletes
+    // what the projection inserted since (usually nothing); in a rebuild it is the prune itself.
+    const prunedBefore = Math.max(0, ...events.filter(isRetentionRan).map(retainedFrom));
+    if (prunedBefore > 1) {
+      await db.deleteFrom('log_events').where('id', '<', prunedBefore).execute();
+      await db
+        .insertInto('log_retention')
+        .values({ id: 1, before_id: prunedBefore })
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            before_id: eb.fn('greatest', [eb.ref('log_retention.before_id'), eb.val(prunedBefore)]),
+          })),
+        )
+        .execute();
+    }
+  },
+};

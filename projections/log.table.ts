@@ -1,0 +1,79 @@
+import type { ColumnType, Kysely } from 'kysely';
+
+/** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
+export interface LogEventsTable {
+  /** The spec's event id: `deliveries` revision + 1. */
+  id: ColumnType<bigint | number, bigint | number, never>;
+  /** The delivery event's UUID: how a duplicate finds its original. */
+  event_uuid: string;
+  position: string;
+  provider: string;
+  event_type: string | null;
+  trust_mode: string;
+  verified: boolean;
+  verify_detail: string | null;
+  external_id: string | null;
+  content_type: string | null;
+  source_ip: string | null;
+  headers: ColumnType<Record<string, string>, string, string>;
+  payload: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
+  payload_size: number;
+  received_at: ColumnType<Date, Date, Date>;
+  disposition: string | null;
+}
+
+/**
+ * Retention as the log has applied it (one row, id 1): no delivery with an id below `before_id` is
+ * kept. It comes from the retention job's RetentionRan events, so a rebuild applies the same prunes
+ * at the same points and gives the live rows, whatever the store has or has not scavenged.
+ */
+export interface LogRetentionTable {
+  id: number;
+  before_id: ColumnType<bigint | number, bigint | number, bigint | number>;
+}
+
+export interface LogTables {
+  log_events: LogEventsTable;
+  log_retention: LogRetentionTable;
+}
+
+/** Creates the tables and their indexes (a rebuild creates them afresh in its shadow schema). */
+export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Promise<void> {
+  await db.schema
+    .createTable('log_events')
+    .ifNotExists()
+    .addColumn('id', 'bigint', (c) => c.primaryKey())
+    .addColumn('event_uuid', 'uuid', (c) => c.notNull().unique())
+    .addColumn('position', 'text', (c) => c.notNull())
+    .addColumn('provider', 'text', (c) => c.notNull())
+    .addColumn('event_type', 'text')
+    .addColumn('trust_mode', 'text', (c) => c.notNull())
+    .addColumn('verified', 'boolean', (c) => c.notNull())
+    .addColumn('verify_detail', 'text')
+    .addColumn('external_id', 'text')
+    .addColumn('content_type', 'text')
+    .addColumn('source_ip', 'text')
+    .addColumn('headers', 'jsonb', (c) => c.notNull())
+    .addColumn('payload', 'bytea', (c) => c.notNull())
+    .addColumn('payload_size', 'integer', (c) => c.notNull())
+    .addColumn('received_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('disposition', 'text')
+    .execute();
+  // One index per query shape of spec 4.5 (ordering received_at desc, id desc, optional
+  // provider and event_type filters); the provider one also serves the 24 h recent counts.
+  const indexes: [string, string[]][] = [
+    ['log_events_received_idx', ['received_at desc', 'id desc']],
+    ['log_events_provider_idx', ['provider', 'received_at desc', 'id desc']],
+    ['log_events_type_idx', ['event_type', 'received_at desc', 'id desc']],
+    ['log_events_provider_type_idx', ['provider', 'event_type', 'received_at desc', 'id desc']],
+  ];
+  for (const [name, columns] of indexes) {
+    await db.schema.createIndex(name).ifNotExists().on('log_events').columns(columns).execute();
+  }
+  await db.schema
+    .createTable('log_retention')
+    .ifNotExists()
+    .addColumn('id', 'integer', (c) => c.primaryKey())
+    .addColumn('before_id', 'bigint', (c) => c.notNull())
+    .execute();
+}

@@ -1,0 +1,162 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import { tableExists } from './engine/tables.ts';
+import type { TodoRow } from './todos.table.ts';
+
+/** What the drain verbs, the lease expiry and the screens read. */
+export function findTodo(db: Kysely<Database>, id: string): Promise<TodoRow | undefined> {
+  return db.selectFrom('todos').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** An endpoint's todos on one queue, oldest first (what list_todos shows). */
+export function listTodos(
+  db: Kysely<Database>,
+  filter: {
+    readonly endpointId: string;
+    readonly queue?: string;
+    readonly states?: readonly string[];
+    readonly limit?: number;
+  },
+): Promise<TodoRow[]> {
+  let q = db.selectFrom('todos').selectAll().where('endpoint_id', '=', filter.endpointId);
+  if (filter.queue) q = q.where('queue', '=', filter.queue);
+  if (filter.states && filter.states.length > 0) q = q.where('state', 'in', [...filter.states]);
+  return q
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(filter.limit ?? 100)
+    .execute();
+}
+
+export interface Candidate {
+  readonly id: string;
+  readonly createdAt: Date;
+}
+
+/**
+ * Pending todos of an endpoint's queues, oldest first, strictly after a (created_at, id) cursor:
+ * claim_next's candidates. The read model may lag; the claim itself checks the todo's stream.
+ */
+export async function pendingCandidates(
+  db: Kysely<Database>,
+  filter: {
+    readonly endpointId: string;
+    readonly queues: readonly string[];
+    readonly after: Candidate | undefined;
+    readonly limit: number;
+  },
+): Promise<Candidate[]> {
+  if (filter.queues.length === 0) return [];
+  let q = db
+    .selectFrom('todos')
+    .select(['id', 'created_at'])
+    .where('endpoint_id', '=', filter.endpointId)
+    .where('queue', 'in', [...filter.queues])
+    .where('state', '=', 'pending');
+  const after = filter.after;
+  if (after) {
+    q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.createdAt, after.id)));
+  }
+  const rows = await q.orderBy('created_at').orderBy('id').limit(filter.limit).execute();
+  return rows.map((r) => ({ id: r.id, createdAt: new Date(r.created_at) }));
+}
+
+/** Claimed todos whose lease ran out by `now`: the expiry job's work list. */
+export async function expiredLeases(
+  db: Kysely<Database>,
+  now: Date,
+  limit: number,
+): Promise<{ readonly id: string; readonly leaseId: string }[]> {
+  const rows = await db
+    .selectFrom('todos')
+    .select(['id', 'claimed_by'])
+    .where('state', '=', 'claimed')
+    .where('lease_expires_at', '<=', now)
+    .orderBy('lease_expires_at')
+    .limit(limit)
+    .execute();
+  return rows.flatMap((r) => (r.claimed_by ? [{ id: r.id, leaseId: r.claimed_by }] : []));
+}
+
+/** One page of an endpoint's todos on `queues`, oldest first, after a (created_at, id) cursor (list_todos). */
+export async function pageTodos(
+  db: Kysely<Database>,
+  filter: {
+    readonly endpointId: string;
+    readonly queues: readonly string[];
+    readonly state?: string | undefined;
+    readonly kind?: string | undefined;
+    readonly after?: { readonly at: Date; readonly id: string } | undefined;
+    readonly limit: number;
+  },
+) {
+  if (filter.queues.length === 0) return [];
+  let q = db
+    .selectFrom('todos')
+    .select([
+      'id',
+      'queue',
+      'kind',
+      'state',
+      'title',
+      'created_at',
+      'updated_at',
+      'lease_expires_at',
+      'event_id',
+    ])
+    .where('endpoint_id', '=', filter.endpointId)
+    .where('queue', 'in', [...filter.queues]);
+  if (filter.state) q = q.where('state', '=', filter.state);
+  if (filter.kind) q = q.where('kind', '=', filter.kind);
+  const after = filter.after;
+  if (after) q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.at, after.id)));
+  return q.orderBy('created_at').orderBy('id').limit(filter.limit).execute();
+}
+
+/** A queue's live todos at a glance (the MCP queue resource): how many pending and claimed, the oldest pending. */
+export async function queueCounts(
+  db: Kysely<Database>,
+  endpointId: string,
+  queue: string,
+): Promise<{ readonly pending: number; readonly claimed: number; readonly oldestPendingAt: Date | null }> {
+  const rows = await db
+    .selectFrom('todos')
+    .select(['state'])
+    .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.min('created_at').as('oldest')])
+    .where('endpoint_id', '=', endpointId)
+    .where('queue', '=', queue)
+    .where('state', 'in', ['pending', 'claimed'])
+    .groupBy('state')
+    .execute();
+  const pending = rows.find((r) => r.state === 'pending');
+  const claimed = rows.find((r) => r.state === 'claimed');
+  return {
+    pending: Number(pending?.n ?? 0),
+    claimed: Number(claimed?.n ?? 0),
+    oldestPendingAt: pending?.oldest ? new Date(pending.oldest as Date) : null,
+  };
+}
+
+/** Todos on `queue` that quarantine did not put there (the reserved-queue check at start); [] before the table exists. */
+export async function todosUsingQueue(db: Kysely<Database>, queue: string): Promise<string[]> {
+  if (!(await tableExists(db, 'todos'))) return [];
+  let q = db.selectFrom('todos').select('id').where('queue', '=', queue).where('kind', '<>', 'webhook');
+  if (await tableExists(db, 'quarantine')) {
+    q = q.where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('quarantine').select('todo_id').whereRef('quarantine.todo_id', '=', 'todos.id'))),
+    );
+  }
+  const rows = await q.orderBy('id').execute();
+  return rows.map((r) => r.id);
+}
+
+/** Titles of todos by id (the quarantine screen names what it holds). */
+export async function todoTitles(db: Kysely<Database>, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('todos')
+    .select(['id', 'title'])
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.title]));
+}

@@ -1,0 +1,72 @@
+import type { ColumnType, Kysely, Selectable } from 'kysely';
+
+/**
+ * One row per todo (stream `todo-<id>`), for list_todos, get_todo and the screens. The drain
+ * verbs' events update `state` and the claim columns.
+ */
+export interface TodosTable {
+  id: string;
+  endpoint_id: string;
+  slug: string;
+  operator: string;
+  queue: string;
+  kind: string;
+  title: string;
+  payload: ColumnType<unknown, string, string>;
+  key: string | null;
+  state: string;
+  source: string;
+  event_id: ColumnType<bigint | number, number, number>;
+  created_by: string;
+  created_at: ColumnType<Date, Date, Date>;
+  updated_at: ColumnType<Date, Date, Date>;
+  /** Drain moves (claim, heartbeat): who holds the todo and until when. */
+  claimed_by: string | null;
+  lease_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+export interface TodoTables {
+  todos: TodosTable;
+}
+
+export type TodoRow = Selectable<TodosTable>;
+
+/** Creates the tables and their indexes (a rebuild creates them afresh in its shadow schema). */
+export async function createTodoTables(db: Pick<Kysely<unknown>, 'schema'>): Promise<void> {
+  await db.schema
+    .createTable('todos')
+    .ifNotExists()
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('endpoint_id', 'text', (c) => c.notNull())
+    .addColumn('slug', 'text', (c) => c.notNull())
+    .addColumn('operator', 'text', (c) => c.notNull())
+    .addColumn('queue', 'text', (c) => c.notNull())
+    .addColumn('kind', 'text', (c) => c.notNull())
+    .addColumn('title', 'text', (c) => c.notNull())
+    .addColumn('payload', 'jsonb', (c) => c.notNull())
+    .addColumn('key', 'text')
+    .addColumn('state', 'text', (c) => c.notNull())
+    .addColumn('source', 'text', (c) => c.notNull())
+    .addColumn('event_id', 'bigint', (c) => c.notNull())
+    .addColumn('created_by', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('claimed_by', 'text')
+    .addColumn('lease_expires_at', 'timestamptz')
+    .addColumn('ended_at', 'timestamptz')
+    .execute();
+  await db.schema
+    .createIndex('todos_queue_idx')
+    .ifNotExists()
+    .on('todos')
+    .columns(['endpoint_id', 'queue', 'state', 'created_at'])
+    .execute();
+  // The lease-expiry job's look-up (src/todos/lease-expiry.ts).
+  await db.schema
+    .createIndex('todos_lease_idx')
+    .ifNotExists()
+    .on('todos')
+    .columns(['state', 'lease_expires_at'])
+    .execute();
+}

@@ -1,0 +1,133 @@
+import { hashCredential, mintEndpointToken, mintIngestToken } from '../auth/credentials.ts';
+import { type CommandDeps, handleCommand } from '../commands/handle-command.ts';
+import { kebab } from '../domain/agent/name.ts';
+import { checkVendScope, endpointDecider } from '../domain/endpoint/decide.ts';
+import { endpointStream } from '../domain/endpoint/events.ts';
+import type { Verb } from '../domain/endpoint/verbs.ts';
+import { webhookDecider } from '../domain/webhook/decide.ts';
+import { webhookStream } from '../domain/webhook/events.ts';
+import type { Position } from '../eventstore/port.ts';
+import { newId, randomBase32 } from '../ids.ts';
+import { ensureAgent } from './agents.ts';
+import { reserveSlug } from './resolve.ts';
+
+export interface VendInput {
+  readonly operator: string;
+  readonly human: string;
+  readonly name: string;
+  readonly queue: string;
+  readonly verbs: readonly Verb[];
+  readonly expiresAt: Date | null;
+  readonly replayTargets: readonly string[];
+}
+
+export interface Vended {
+  readonly endpointId: string;
+  readonly slug: string;
+  readonly agentId: string;
+  readonly agentName: string;
+  readonly agentCreated: boolean;
+  readonly queue: string;
+  readonly verbs: readonly Verb[];
+  /** The endpoint bearer, in the clear only here: it is returned once and never stored. */
+  readonly token: string;
+  readonly webhookId: string;
+  /** The ingest URL's secret part, likewise returned once. */
+  readonly ingestToken: string;
+  readonly expiresAt: Date | null;
+  readonly replayTargets: readonly string[];
+  /** Position of the last append, for read-your-writes. */
+  readonly position: Position;
+}
+
+export interface VendDeps extends CommandDeps {
+  /**
+   * The SSRF guard for replay targets (release 0.4.0): throws a HooklineError (400) for a target
+   * it refuses. Called for every target before anything is minted.
+   */
+  readonly checkReplayTarget: (url: string) => Promise<void>;
+}
+
+const SLUG_ATTEMPTS = 8;
+
+/**
+ * POST /api/v1/endpoints (spec 4.11): registers (or reuses) the agent, then mints the endpoint,
+ * its credential, and its token-trust webhook. Every check runs before the first append, so a
+ * refused vend mints nothing. The webhook is written before the endpoint: a crash in between
+ * leaves a webhook whose URL nobody has ever seen, never an endpoint without its webhook.
+ */
+export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Vended> {
+  checkVendScope(input, deps.clock.now());
+  for (const target of input.replayTargets) await deps.checkReplayTarget(target);
+
+  const agent = await ensureAgent(deps, { operator: input.operator, name: input.name });
+  const endpointId = newId('ep');
+  const slug = await claimSlug(deps, input.name, endpointId);
+  const token = mintEndpointToken();
+  const ingestToken = mintIngestToken();
+  const webhookId = newId('wh');
+
+  await handleCommand(
+    deps,
+    webhookStream(webhookId),
+    webhookDecider,
+    {
+      type: 'CreateWebhook',
+      webhookId,
+      endpointId,
+      operator: input.operator,
+      human: input.human,
+      name: slug,
+      queue: input.queue,
+      tokenHash: hashCredential(ingestToken),
+    },
+    { newStream: true, retries: 0 },
+  );
+  const vended = await handleCommand(
+    deps,
+    endpointStream(endpointId),
+    endpointDecider,
+    {
+      type: 'VendEndpoint',
+      endpointId,
+      slug,
+      agentId: agent.agentId,
+      agentName: agent.name,
+      operator: input.operator,
+      human: input.human,
+      queue: input.queue,
+      verbs: input.verbs,
+      tokenHash: hashCredential(token),
+      webhookId,
+      replayTargets: input.replayTargets,
+      expiresAt: input.expiresAt,
+    },
+    { newStream: true, retries: 0 },
+  );
+
+  return {
+    endpointId,
+    slug,
+    agentId: agent.agentId,
+    agentName: agent.name,
+    agentCreated: agent.created,
+    queue: input.queue,
+    verbs: input.verbs,
+    token,
+    webhookId,
+    ingestToken,
+    expiresAt: input.expiresAt,
+    replayTargets: input.replayTargets,
+    position: vended.position!,
+  };
+}
+
+/** kebab(name) + '-' + 6 base32 characters (30 bits); a taken slug draws again. */
+async function claimSlug(deps: CommandDeps, name: string, endpointId: string): Promise<string> {
+  const base = kebab(name);
+  for (let attempt = 0; attempt < SLUG_ATTEMPTS; attempt++) {
+    const slug = `${base}-${randomBase32(6)}`;
+    if (await reserveSlug(deps, slug, endpointId)) return slug;
+  }
+  throw new Error(`could not find a free slug for ${JSON.stringify(name)}`);
+}

@@ -1,0 +1,105 @@
+import { type RuleEngine, type StoredDeliveryView, toRuleDelivery } from '../../rules-sandbox/index.ts';
+import type { Clock } from '../clock.ts';
+import { appendEvents } from '../commands/handle-command.ts';
+import type { EndpointFacts } from '../domain/endpoint/state.ts';
+import { QUARANTINE } from '../domain/queue.ts';
+import { decideDisposition } from '../domain/webhook/decide.ts';
+import { type Disposition, type DispositionReason, dispositionStream } from '../domain/webhook/events.ts';
+import { defaultQueue } from '../domain/webhook/state.ts';
+import { HooklineError } from '../errors.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import { loadWebhook } from '../webhooks/load.ts';
+
+/**
+ * Where one delivery on an endpoint webhook goes, decided before the delivery is recorded, so a
+ * sandbox that cannot run answers 503 while nothing has been stored or acknowledged.
+ * `queue` null: dropped (no todo). `disposition` null: the webhook has no rules, and nothing
+ * beyond today's todo is recorded.
+ */
+export interface RoutingPlan {
+  readonly webhookId: string;
+  readonly endpointId: string;
+  readonly operator: string;
+  readonly queue: string | null;
+  readonly disposition: null | {
+    readonly disposition: Disposition;
+    readonly rule: { readonly id: string; readonly index: number } | null;
+    readonly reason: DispositionReason | null;
+    readonly message: string | null;
+    readonly rulesVersion: number;
+  };
+}
+
+export interface RouteInput {
+  readonly webhookId: string;
+  /** The owning endpoint, as the receiver loaded it. */
+  readonly endpoint: EndpointFacts;
+  /** The delivery as it will be stored (headers sanitized, received_at the one recorded). */
+  readonly view: StoredDeliveryView;
+  readonly body: Uint8Array;
+}
+
+export interface WebhookRouter {
+  plan(input: RouteInput): Promise<RoutingPlan>;
+  /** Records the disposition of a planned delivery once it is stored (webhooks with rules only). */
+  recordDisposition(
+    plan: RoutingPlan,
+    done: { readonly eventId: number; readonly todoId: string | null },
+  ): Promise<void>;
+}
+
+const drains = (endpoint: EndpointFacts): string[] => endpoint.queues.filter((q) => q !== QUARANTINE);
+
+export function createWebhookRouter(deps: {
+  readonly store: EventStore;
+  readonly clock: Clock;
+  readonly engine: RuleEngine;
+}): WebhookRouter {
+  const { store, clock, engine } = deps;
+
+  async function plan(input: RouteInput): Promise<RoutingPlan> {
+    const { state } = await loadWebhook(store, input.webhookId);
+    const base = {
+      webhookId: input.webhookId,
+      endpointId: input.endpoint.id,
+      operator: input.endpoint.operator,
+    };
+    const fallback = defaultQueue(state, input.view.event_type);
+    if (state.rules.length === 0) return { ...base, queue: fallback, disposition: null };
+    // Fail closed (spec 9, 0.4.0 item 5): no sandbox, no delivery. There is no switch.
+    if (engine.health() === 'unavailable') {
+      throw new HooklineError('sandbox_unavailable', 'the rule sandbox cannot run; try again later');
+    }
+    const outcome = await engine.evaluate(state.rules, toRuleDelivery(input.view, input.body));
+    return { ...base, ...decideDisposition(outcome, fallback, drains(input.endpoint), state.version) };
+  }
+
+  async function recordDisposition(
+    p: RoutingPlan,
+    done: { readonly eventId: number; readonly todoId: string | null },
+  ): Promise<void> {
+    if (!p.disposition) return;
+    // A fact about a delivery already stored, not a decision: appended without an expected revision.
+    await appendEvents(store, dispositionStream(p.webhookId), [
+      {
+        type: 'DeliveryDisposed',
+        data: {
+          event_id: done.eventId,
+          webhook_id: p.webhookId,
+          endpoint_id: p.endpointId,
+          operator: p.operator,
+          disposition: p.disposition.disposition,
+          queue: p.queue,
+          todo_id: done.todoId,
+          rule: p.disposition.rule,
+          reason: p.disposition.reason,
+          message: p.disposition.message,
+          rules_version: p.disposition.rulesVersion,
+          disposed_at: clock.now().toISOString(),
+        },
+      },
+    ]);
+  }
+
+  return { plan, recordDisposition };
+}

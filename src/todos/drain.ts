@@ -1,0 +1,239 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { pendingCandidates } from '../../projections/todos.queries.ts';
+import { type CommandDeps, type Decide, handleCommand, readAggregate } from '../commands/handle-command.ts';
+import type { Database } from '../db/database.ts';
+import { DomainError } from '../domain/errors.ts';
+import {
+  type Caller,
+  DEFAULT_MAX_ATTEMPTS,
+  decideClaim,
+  endsTodo,
+  reopensTodo,
+  type TodoCommand,
+  todoDecider,
+  visibleTodo,
+} from '../domain/todo/decide.ts';
+import { type DrainEvent, type TodoEvent, todoStream } from '../domain/todo/events.ts';
+import type { LiveTodo, TodoState } from '../domain/todo/state.ts';
+import { isWrongExpectedVersion, type Position } from '../eventstore/port.ts';
+import { ringDoorbell } from './doorbell.ts';
+import { releaseTodoKey } from './keys.ts';
+
+export type { LiveTodo } from '../domain/todo/state.ts';
+
+export interface Moved {
+  readonly todo: LiveTodo;
+  /** Position of the append, for read-your-writes. */
+  readonly position: Position;
+}
+
+export interface DrainDeps extends CommandDeps {
+  /** The read models: claim_next picks its candidates from the todos table. */
+  readonly db: Kysely<Database>;
+  /** Failed attempts after which a retryable failure is final (default 3). */
+  readonly maxAttempts?: number;
+}
+
+export const loadTodo = (store: CommandDeps['store'], todoId: string) =>
+  readAggregate(store, todoStream(todoId), todoDecider);
+
+const newLeaseId = (): string => `ls_${randomBytes(15).toString('base64url')}`;
+
+/** How long this process remembers a todo it saw claimed, so claim_next skips it before the read model knows. */
+const CLAIMED_MEMORY_MS = 30_000;
+
+const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated';
+
+/**
+ * The drain verbs over the event store, each one command through the command handler. What
+ * follows a move happens after its append: an ended todo frees its key, a todo made claimable
+ * again rings its endpoint's doorbell.
+ */
+export function createDrain(deps: DrainDeps) {
+  const { store, clock } = deps;
+  const maxAttempts = deps.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const claimedHere = new Map<string, number>();
+  /**
+   * Candidates an agent of this process is claiming right now: the others move past them instead
+   * of all racing for the same oldest todo (across processes the expected revision still decides).
+   */
+  const inFlight = new Set<string>();
+
+  const remember = (todoId: string) => {
+    const now = Date.now();
+    if (claimedHere.size > 50_000) {
+      for (const [id, until] of claimedHere) if (until < now) claimedHere.delete(id);
+    }
+    claimedHere.set(todoId, now + CLAIMED_MEMORY_MS);
+  };
+  const seenClaimed = (todoId: string) => (claimedHere.get(todoId) ?? 0) > Date.now();
+
+  async function after(todo: LiveTodo, events: readonly DrainEvent[]): Promise<void> {
+    if (endsTodo(events)) await releaseTodoKey({ store, clock }, todo);
+    if (reopensTodo(events)) {
+      claimedHere.delete(todo.id);
+      await ringDoorbell(
+        { store, clock },
+        { endpointId: todo.endpointId, queue: todo.queue, todoId: todo.id, eventId: todo.eventId },
+      );
+    }
+  }
+
+  /** One drain move through the handler; a lost race is decided again on the new state. */
+  async function move(
+    todoId: string,
+    command: TodoCommand | Decide<TodoState, TodoEvent>,
+    retries = 3,
+  ): Promise<Moved | undefined> {
+    const result = await handleCommand({ store, clock }, todoStream(todoId), todoDecider, command, {
+      retries,
+    });
+    if (result.position === undefined || result.state.status === 'none') return undefined;
+    await after(result.state, result.events.filter(isDrainEvent));
+    return { todo: result.state, position: result.position };
+  }
+
+  const moved = async (todoId: string, command: TodoCommand): Promise<Moved> => {
+    const m = await move(todoId, command);
+    if (!m) throw new Error(`the drain move ${command.type} recorded nothing`);
+    return m;
+  };
+
+  return {
+    maxAttempts,
+
+    async get(caller: Caller, todoId: string): Promise<LiveTodo> {
+      return visibleTodo((await loadTodo(store, todoId)).state, caller);
+    },
+
+    async claim(
+      caller: Caller,
+      command: { readonly todoId: string; readonly sessionId: string | null; readonly leaseMs: number },
+    ): Promise<Moved> {
+      const result = await moved(command.todoId, {
+        type: 'Claim',
+        caller,
+        leaseId: newLeaseId(),
+        ...command,
+      });
+      remember(command.todoId);
+      return result;
+    },
+
+    /**
+     * The oldest pending todo of the caller's queues, atomically: candidates in (created_at, id)
+     * order from the read model, each claimed at the revision read; a candidate another agent
+     * took first (or the read model still shows as pending) is skipped, never retried.
+     */
+    async claimNext(
+      caller: Caller,
+      command: {
+        readonly queues: readonly string[];
+        readonly sessionId: string | null;
+        readonly leaseMs: number;
+      },
+    ): Promise<Moved | null> {
+      /** One candidate at the revision read; undefined when it is not (or no longer) to be had. */
+      const tryClaim = async (todoId: string): Promise<Moved | undefined> => {
+        const claim: Decide<TodoState, TodoEvent> = (state, now) => {
+          if (state.status !== 'pending') {
+            if (state.status === 'claimed') remember(todoId);
+            return [];
+          }
+          const leaseId = newLeaseId();
+          return decideClaim(
+            { todoId, leaseId, sessionId: command.sessionId, leaseMs: command.leaseMs },
+            caller,
+            state,
+            now,
+          );
+        };
+        try {
+          const won = await move(todoId, claim, 0);
+          if (won) remember(todoId);
+          return won;
+        } catch (err) {
+          if (isWrongExpectedVersion(err)) {
+            remember(todoId); // another agent won this one: on to the next
+            return undefined;
+          }
+          if (err instanceof DomainError) return undefined;
+          throw err;
+        }
+      };
+
+      let cursor: { readonly createdAt: Date; readonly id: string } | undefined;
+      // The first page is small (the usual case: the oldest is free); past it the read model is
+      // lagging behind claims, so read further ahead per query.
+      for (let limit = 32; ; limit = 256) {
+        const page = await pendingCandidates(deps.db, {
+          endpointId: caller.endpointId,
+          queues: command.queues,
+          after: cursor,
+          limit,
+        });
+        for (const candidate of page) {
+          cursor = candidate;
+          if (seenClaimed(candidate.id) || inFlight.has(candidate.id)) continue;
+          inFlight.add(candidate.id);
+          try {
+            const won = await tryClaim(candidate.id);
+            if (won) return won;
+          } finally {
+            inFlight.delete(candidate.id);
+          }
+        }
+        if (page.length < limit) return null;
+      }
+    },
+
+    heartbeat: (
+      caller: Caller,
+      c: { readonly todoId: string; readonly leaseId: string; readonly leaseMs: number },
+    ) => moved(c.todoId, { type: 'Heartbeat', caller, leaseId: c.leaseId, leaseMs: c.leaseMs }),
+
+    release: (
+      caller: Caller,
+      c: { readonly todoId: string; readonly leaseId: string; readonly reason: string | null },
+    ) => moved(c.todoId, { type: 'Release', caller, leaseId: c.leaseId, reason: c.reason }),
+
+    complete: (
+      caller: Caller,
+      c: { readonly todoId: string; readonly leaseId: string; readonly result: unknown },
+    ) => moved(c.todoId, { type: 'Complete', caller, leaseId: c.leaseId, result: c.result }),
+
+    fail: (
+      caller: Caller,
+      c: {
+        readonly todoId: string;
+        readonly leaseId: string;
+        readonly reason: string;
+        readonly retryable: boolean;
+      },
+    ) =>
+      moved(c.todoId, {
+        type: 'Fail',
+        caller,
+        leaseId: c.leaseId,
+        reason: c.reason,
+        retryable: c.retryable,
+        maxAttempts,
+      }),
+
+    /**
+     * The expiry job's move: returns the todo to pending if the lease seen is still the one and
+     * has run out; undefined when there was nothing to do (or another process got there first).
+     */
+    async expire(todoId: string, leaseId: string): Promise<Moved | undefined> {
+      try {
+        return await move(todoId, { type: 'ExpireLease', leaseId }, 0);
+      } catch (err) {
+        if (isWrongExpectedVersion(err)) return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
+export type Drain = ReturnType<typeof createDrain>;

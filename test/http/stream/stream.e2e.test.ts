@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
+import { postForm, sendCodehost, startTestServer, type TestServer, until } from '../ui/support.ts';
+import {
+  appendDeliveries,
+  controllableEventSource,
+  deliveryIds,
+  readUntil,
+  type Summary,
+} from './support.ts';
+
+const hasPg = await postgresAvailable();
+
+describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
+  let db: TestDatabase;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    s = await startTestServer({ databaseUrl: db.url });
+    const res = await postForm(s.url, '/settings', { sse_retry_ms: '300' });
+    expect(res.status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('advertises retry: from sse_retry_ms and gives a fresh client its resume point', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${s.url}/events`, { signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('cache-control')).toMatch(/no-cache/);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: ready')) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    expect(text.startsWith('retry: 300\n\n')).toBe(true);
+    expect(text).toMatch(/id: \d+:\d+\nevent: ready\n/);
+  });
+
+  it('sends event-received with the EventSummary of each accepted delivery, id the global position', async () => {
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      await client.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const ack = await sendCodehost(s.url, { n: 1 }, { event: 'push' });
+      await client.waitFor((all) => all.some((r) => r.type === 'event-received'));
+      const [got] = client.events('event-received');
+      expect(got!.data).toEqual({
+        id: ack.id,
+        provider: 'codehost',
+        event_type: 'push',
+        trust_mode: 'signed',
+        verified: true,
+        payload_size: JSON.stringify({ n: 1 }).length,
+        received_at: ack.received_at,
+      } satisfies Summary);
+      expect(got!.lastEventId).toMatch(/^\d+:\d+$/);
+      // A status snapshot comes on connect and on the idle -> receiving move.
+      await client.waitFor((all) => all.some((r) => r.type === 'status'));
+      const status = client.events('status').at(-1)!.data as {
+        connection: string;
+        providers: { name: string }[];
+      };
+      expect(['receiving', 'idle']).toContain(status.connection);
+      expect(status.providers.map((p) => p.name)).toContain('codehost');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('sends event-received for a generic provider delivery too', async () => {
+    const json = { accept: 'application/json', 'sec-fetch-site': 'same-origin' };
+    const created = await postForm(s.url, '/providers', { name: 'streamed', trust_mode: 'token' }, json);
+    expect(created.status).toBe(201);
+    const { token } = (await created.json()) as { token: string };
+    const enabled = await postForm(s.url, '/providers/generic%3Astreamed/enabled', { enabled: 'true' }, json);
+    expect(enabled.status).toBe(200);
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      await client.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const res = await fetch(`${s.url}/webhooks/generic/streamed`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'x-hookline-event': 'build.finished',
+        },
+        body: JSON.stringify({ ok: true }),
+      });
+      expect(res.status).toBe(202);
+      const ack = (await res.json()) as { id: number; received_at: string };
+      await client.waitFor((all) => all.some((r) => r.type === 'event-received'));
+      expect(client.events('event-received').map((r) => r.data)).toEqual([
+        {
+          id: ack.id,
+          provider: 'generic:streamed',
+          event_type: 'build.finished',
+          trust_mode: 'token',
+          verified: false,
+          payload_size: JSON.stringify({ ok: true }).length,
+          received_at: ack.received_at,
+        } satisfies Summary,
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('resumes with Last-Event-ID after 100 deliveries sent while disconnected: each exactly once', async () => {
+    const client = controllableEventSource(`${s.url}/events`);
+    try {
+      const first = await sendCodehost(s.url, { before: true });
+      await client.waitFor((all) =>
+        all.some((r) => r.type === 'event-received' && (r.data as Summary).id === first.id),
+      );
+      const resumeFrom = client.events('event-received').at(-1)!.lastEventId;
+
+      client.goOffline();
+      const missed: number[] = [];
+      for (let i = 0; i < 100; i++) missed.push((await sendCodehost(s.url, { missed: i })).id);
+      client.online();
+      // More arrive while the client replays: they must neither be lost nor doubled.
+      const during = Promise.all(Array.from({ length: 20 }, (_, i) => sendCodehost(s.url, { during: i })));
+      const duringIds = (await during).map((a) => a.id);
+
+      const expected = [first.id, ...missed, ...duringIds].sort((a, b) => a - b);
+      await client.waitFor((all) => all.filter((r) => r.type === 'event-received').length >= expected.length);
+      await new Promise((r) => setTimeout(r, 500)); // anything extra would show up now
+      const ids = client.events('event-received').map((r) => (r.data as Summary).id);
+      expect(ids).toEqual(expected);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(client.requests.some((r) => r.lastEventId === resumeFrom)).toBe(true);
+      expect(client.events('reset')).toHaveLength(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('starts a page at the log position its rows were read at: a delivery between render and connect arrives once', async () => {
+    for (const path of ['/log', '/']) {
+      const shown = await sendCodehost(s.url, { shown: path });
+      const html = await until(async () => {
+        const page = await (await fetch(`${s.url}${path}`)).text();
+        return page.includes(`data-id="${shown.id}"`) ? page : undefined;
+      });
+      const after = /<body [^>]*data-stream-after="([^"]+)"/.exec(html)?.[1];
+      expect(after, path).toMatch(/^\d+:\d+$/);
+      // Arrives after the render and before the stream connects: a stream from the head misses it.
+      const between = await sendCodehost(s.url, { between: path });
+      const fromHead = await readUntil(`${s.url}/events`, (t) => t.includes('event: ready'));
+      expect(deliveryIds(fromHead)).toEqual([]);
+      const text = await readUntil(`${s.url}/events?after=${encodeURIComponent(after!)}`, (t) =>
+        deliveryIds(t).includes(between.id),
+      );
+      // Exactly what the page did not show: the delivery it rendered is not sent again.
+      expect(deliveryIds(text), path).toEqual([between.id]);
+      expect(text).not.toContain('event: reset');
+      // A reconnect repeats the URL: its Last-Event-ID wins over the page's older position.
+      const lastId = /id: (\d+:\d+)\nevent: event-received/.exec(text)![1]!;
+      const later = await sendCodehost(s.url, { later: path });
+      const resumed = await readUntil(
+        `${s.url}/events?after=${encodeURIComponent(after!)}`,
+        (t) => deliveryIds(t).includes(later.id),
+        { 'last-event-id': lastId },
+      );
+      expect(deliveryIds(resumed), path).toEqual([later.id]);
+    }
+  });
+
+  it('resets a client whose ?after= is no position: too long, repeated or unknown', async () => {
+    const head = await s.runtime.store.headPosition();
+    for (const query of [`after=${'9'.repeat(200)}`, `after=${head}&after=${head}`, 'after=garbage']) {
+      const text = await readUntil(`${s.url}/events?${query}`, (t) => t.includes('event: reset'));
+      expect(text, query).toContain('"reason":"unknown_position"');
+    }
+  });
+
+  it('tells a client too far behind to reset, then continues live from the head', async () => {
+    const head = await s.runtime.store.headPosition();
+    await appendDeliveries(s.runtime.store, 1001);
+    const client = controllableEventSource(`${s.url}/events`);
+    const headers = { 'last-event-id': head };
+    client.es.close();
+    const res = await fetch(`${s.url}/events`, { headers });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toMatch(
+      /id: (\d+:\d+)\nevent: reset\ndata: \{"reason":"beyond_replay_bound","replay_bound":1000\}/,
+    );
+    expect(text).not.toContain('event: event-received');
+    const newHead = /id: (\d+:\d+)\nevent: reset/.exec(text)![1]!;
+    expect(s.runtime.store.comparePositions(newHead, head)).toBeGreaterThan(0);
+  });
+
+  it('resets a client whose Last-Event-ID is not a position of this store', async () => {
+    for (const bad of ['garbage', '99999999999:1']) {
+      const res = await fetch(`${s.url}/events`, { headers: { 'last-event-id': bad } });
+      const reader = res.body!.getReader();
+      let text = '';
+      while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
+      expect(text).toContain('"reason":"unknown_position"');
+    }
+  });
+
+  it('multicasts every delivery once to each of several clients', async () => {
+    const clients = [0, 1, 2].map(() => controllableEventSource(`${s.url}/events`));
+    try {
+      await Promise.all(clients.map((c) => c.waitFor((all) => all.some((r) => r.type === 'ready'))));
+      const acks = await Promise.all(Array.from({ length: 10 }, (_, i) => sendCodehost(s.url, { fan: i })));
+      const expected = acks.map((a) => a.id).sort((a, b) => a - b);
+      for (const c of clients) {
+        await c.waitFor((all) => all.filter((r) => r.type === 'event-received').length >= expected.length);
+        expect(c.events('event-received').map((r) => (r.data as Summary).id)).toEqual(expected);
+      }
+    } finally {
+      for (const c of clients) c.close();
+    }
+  });
+});

@@ -1,0 +1,127 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { todosProjection } from '../../projections/todos.projection.ts';
+import {
+  expiredLeases,
+  findTodo,
+  pageTodos,
+  pendingCandidates,
+  queueCounts,
+  todosUsingQueue,
+} from '../../projections/todos.queries.ts';
+import { projectionSpec, recorded, resetStreams } from '../support/projection-spec.ts';
+import { postgresAvailable } from '../support/services.ts';
+
+const t = (s: number) => new Date(Date.UTC(2026, 10, 22, 10, 0, s)).toISOString();
+const created = (id: string, queue = 'inbox', kind = 'operator', s = 0) =>
+  recorded(`todo-${id}`, {
+    type: 'TodoCreated',
+    data: {
+      todo_id: id,
+      endpoint_id: 'ep_1',
+      slug: 'bot-aaaaaa',
+      operator: 'admin',
+      queue,
+      kind,
+      title: `title ${id}`,
+      payload: { n: 1 },
+      key: null,
+      source: 'operator',
+      event_id: 1,
+      created_by: 'admin',
+      created_at: t(s),
+    },
+  });
+const claimed = (id: string, lease: string, until: number) =>
+  recorded(`todo-${id}`, {
+    type: 'TodoClaimed',
+    data: {
+      todo_id: id,
+      endpoint_id: 'ep_1',
+      lease_id: lease,
+      session_id: null,
+      claimed_at: t(10),
+      lease_expires_at: t(until),
+    },
+  });
+
+describe.runIf(await postgresAvailable())('todos read model: given events, then rows', () => {
+  const spec = projectionSpec(todosProjection);
+  beforeEach(resetStreams);
+
+  it('follows a todo through claim, release, claim and completion', async () => {
+    await spec
+      .given(
+        created('td_1'),
+        claimed('td_1', 'ls_1', 40),
+        recorded('todo-td_1', {
+          type: 'TodoReleased',
+          data: { todo_id: 'td_1', lease_id: 'ls_1', released_at: t(20), reason: null },
+        }),
+        claimed('td_1', 'ls_2', 60),
+        recorded('todo-td_1', {
+          type: 'TodoCompleted',
+          data: { todo_id: 'td_1', lease_id: 'ls_2', completed_at: t(30), result: { ok: true } },
+        }),
+      )
+      .thenRows(async (db) => {
+        expect(await findTodo(db, 'td_1')).toMatchObject({
+          state: 'completed',
+          claimed_by: null,
+          lease_expires_at: null,
+          ended_at: new Date(t(30)),
+        });
+      });
+  });
+
+  it('serves claim_next its candidates, the expiry job its leases and the queue resource its counts', async () => {
+    await spec
+      .given(
+        created('td_a', 'inbox', 'operator', 1),
+        created('td_b', 'inbox', 'operator', 2),
+        claimed('td_a', 'ls_a', 15),
+      )
+      .thenRows(async (db) => {
+        const candidates = await pendingCandidates(db, {
+          endpointId: 'ep_1',
+          queues: ['inbox'],
+          after: undefined,
+          limit: 10,
+        });
+        expect(candidates.map((c) => c.id)).toEqual(['td_b']);
+        expect(await expiredLeases(db, new Date(t(20)), 10)).toEqual([{ id: 'td_a', leaseId: 'ls_a' }]);
+        expect(await queueCounts(db, 'ep_1', 'inbox')).toEqual({
+          pending: 1,
+          claimed: 1,
+          oldestPendingAt: new Date(t(2)),
+        });
+        const page = await pageTodos(db, { endpointId: 'ep_1', queues: ['inbox'], limit: 1 });
+        expect(page.map((r) => r.id)).toEqual(['td_a']);
+      });
+  });
+
+  it('a failure that is not final returns the todo to pending', async () => {
+    await spec
+      .given(
+        created('td_1'),
+        claimed('td_1', 'ls_1', 40),
+        recorded('todo-td_1', {
+          type: 'TodoFailed',
+          data: {
+            todo_id: 'td_1',
+            lease_id: 'ls_1',
+            failed_at: t(20),
+            reason: 'flaky',
+            retryable: true,
+            attempt: 1,
+            max_attempts: 3,
+            final: false,
+          },
+        }),
+        created('td_q', 'quarantine', 'operator'),
+      )
+      .thenRows(async (db) => {
+        expect(await findTodo(db, 'td_1')).toMatchObject({ state: 'pending', ended_at: null });
+        expect(await todosUsingQueue(db, 'quarantine')).toEqual(['td_q']);
+      });
+  });
+});
