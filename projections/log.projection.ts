@@ -34,8 +34,15 @@ const LOG_COPY: CopySpec = {
     ['payload', 'bytea'],
     ['payload_size', 'int4'],
     ['received_at', 'timestamptz'],
+    ['endpoint_id', 'text'],
   ],
 };
+
+/** The endpoint a routed delivery (endpoint webhook, hand-off) belongs to; null for the rest. */
+function endpointOf(route: Readonly<Record<string, unknown>> | undefined): string | null {
+  const id = route?.endpoint_id;
+  return typeof id === 'string' && id.length > 0 ? id : null;
+}
 
 function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> {
   for (const e of deliveries) {
@@ -58,6 +65,7 @@ function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> 
       e.data,
       e.data.byteLength,
       receivedAt,
+      endpointOf(m.route),
     ];
   }
 }
@@ -77,8 +85,9 @@ function retainedFrom(e: RecordedEvent): number {
 
 export const logProjection: Projection = {
   name: 'log',
-  // 2: retention applied by the projection itself (log_retention).
-  version: 2,
+  // 2: retention applied by the projection itself (log_retention). 3: endpoint_id, for the
+  // scope of list_events and GET /api/v1/events.
+  version: 3,
   tables: ['log_events', 'log_retention'],
   createTables: createLogTables,
   handles: (e) =>

@@ -79,6 +79,8 @@ describe('MCP transport: Streamable HTTP at /mcp/<slug>, endpoint bearer, rebind
           'get_todo',
           'heartbeat',
           'list_todos',
+          'list_events',
+          'get_event',
           'list_webhook_events',
           'list_webhooks',
           'release',

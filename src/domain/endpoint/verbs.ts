@@ -8,6 +8,8 @@
 export const VERB_GROUPS = {
   /** Draining the endpoint's queues. */
   drain: ['list_todos', 'get_todo', 'claim', 'claim_next', 'complete', 'fail', 'release', 'heartbeat'],
+  /** Reading the accepted events the endpoint may see (spec 1.1, 2.2, 2.3). */
+  event: ['list_events', 'get_event'],
   /** The endpoint's own webhooks (release 0.3.0; replay 0.4.0). */
   webhook: ['create_webhook', 'list_webhooks', 'list_webhook_events', 'replay_webhook_event'],
   /** Release 0.5.0: owner-only rule and route verbs. */
@@ -28,11 +30,12 @@ export const VERB_GROUPS = {
 export type VerbGroup = keyof typeof VERB_GROUPS;
 
 export const DRAIN_VERBS = VERB_GROUPS.drain;
+export const EVENT_VERBS = VERB_GROUPS.event;
 export const WEBHOOK_VERBS = VERB_GROUPS.webhook;
 export const RULE_VERBS = VERB_GROUPS.rule;
 
 /** The whole catalog, in allowlist order. */
-export const ALL_VERBS = [...DRAIN_VERBS, ...WEBHOOK_VERBS, ...RULE_VERBS] as const;
+export const ALL_VERBS = [...DRAIN_VERBS, ...EVENT_VERBS, ...WEBHOOK_VERBS, ...RULE_VERBS] as const;
 
 export type Verb = (typeof ALL_VERBS)[number];
 

@@ -6,8 +6,10 @@ import { claimNext } from './claim-next.ts';
 import { complete } from './complete.ts';
 import { createWebhook } from './create-webhook.ts';
 import { fail } from './fail.ts';
+import { getEvent } from './get-event.ts';
 import { getTodo } from './get-todo.ts';
 import { heartbeat } from './heartbeat.ts';
+import { listEvents } from './list-events.ts';
 import { listTodos } from './list-todos.ts';
 import { listWebhookEvents } from './list-webhook-events.ts';
 import { listWebhookRoutes } from './list-webhook-routes.ts';
@@ -36,6 +38,8 @@ const toolCatalog: { readonly [V in Verb]: McpTool & { readonly name: V } } = {
   fail,
   release,
   heartbeat,
+  list_events: listEvents,
+  get_event: getEvent,
   create_webhook: createWebhook,
   list_webhooks: listWebhooks,
   list_webhook_events: listWebhookEvents,
