@@ -2,15 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerForms } from '../forms.ts';
 import { refuseCrossSite } from '../same-origin.ts';
+import { registerAgentsPage } from './agents-page.ts';
 import { type Assets, registerAssetRoutes } from './assets.ts';
 import { layoutContext, type UiDeps } from './context.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
 import { registerSettingsPage } from './settings-page.ts';
+import { registerTodosPages } from './todos-pages.ts';
+import { registerWebhooksPages } from './webhooks-pages.ts';
 
 /**
- * The web UI (spec 4.3, 4.5 to 4.9): dashboard, log, detail, providers, settings and /static.
+ * The web UI (spec 4.3, 4.5 to 4.9): dashboard, log, detail, providers, settings and /static,
+ * and the console of the human's own agents, todos and webhooks.
  * Its routes live in one encapsulated context that refuses cross-site posts and parses form posts;
  * the security headers (CSP and friends) are set on every response by src/http/security-headers.ts.
  */
@@ -30,6 +34,9 @@ export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
         registerLogPages(ui, deps);
         registerSettingsPage(ui, deps);
         registerQuarantinePage(ui, deps); // RULES (issue 7)
+        registerAgentsPage(ui, deps);
+        registerTodosPages(ui, deps);
+        registerWebhooksPages(ui, deps);
       });
     },
     { name: 'hookline-ui', dependencies: ['hookline-errors'] },
