@@ -38,7 +38,8 @@ export interface EventDetail extends EventSummary {
 
 /**
  * EventDetail as the API and MCP send it (spec 2.3): the payload as UTF-8 text when the bytes
- * are UTF-8, else base64, and `encoding` says which; no raw bytes, no disposition.
+ * are UTF-8, else base64, and `encoding` says which; plus the disposition (release 0.4.0: where
+ * an endpoint webhook's rules sent it; null elsewhere).
  */
 export interface EventDetailOut extends EventSummary {
   readonly verify_detail: string | null;
@@ -48,6 +49,7 @@ export interface EventDetailOut extends EventSummary {
   readonly headers: Readonly<Record<string, string>>;
   readonly payload: string;
   readonly encoding: 'utf-8' | 'base64';
+  readonly disposition: string | null;
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -76,6 +78,7 @@ export function eventDetailOut(e: EventDetail): EventDetailOut {
     headers: e.headers,
     payload,
     encoding,
+    disposition: e.disposition,
   };
 }
 

@@ -198,6 +198,7 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
             200: { description: 'The event', content: json('EventDetail') },
             401: unauthorized,
             404: problem('No event the operator may read has that id (unknown and another’s alike).'),
+            503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
           },
         },
       },

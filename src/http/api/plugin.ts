@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { listAgents } from '../../../projections/agents.queries.ts';
 import { listEndpoints } from '../../../projections/endpoints.queries.ts';
-import { eventDetailOut, getEvent, listEvents } from '../../../projections/log.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { DEFAULT_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
 import { DEFAULT_QUEUE } from '../../domain/queue.ts';
@@ -137,30 +136,6 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
       await settle(vended.position);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send(vendedOut(config.baseUrl, vended));
-    });
-
-    // The log as the operator may read it: the instance receivers' deliveries and those of their
-    // own endpoints (webhooks, hand-offs); filters and order as GET /log (spec 4.5).
-    secured.get('/events', async (request) => {
-      const query = (request.query ?? {}) as Record<string, unknown>;
-      const once = (name: string): string | undefined => {
-        const value = query[name];
-        if (value === undefined || typeof value === 'string') return value;
-        throw new HooklineError('invalid_filter', `give ${name} once, as one value`, { field: name });
-      };
-      return listEvents(
-        db,
-        { provider: once('provider'), event_type: once('event_type'), since: once('since') },
-        once('cursor'),
-        once('limit'),
-        { operator: principal(request).operator },
-      );
-    });
-
-    secured.get<{ Params: { id: string } }>('/events/:id', async (request) => {
-      const event = await getEvent(db, request.params.id, { operator: principal(request).operator });
-      if (!event) throw new HooklineError('not_found', 'no event you may read has that id');
-      return eventDetailOut(event);
     });
 
     secured.patch<{ Params: { ref: string } }>('/endpoints/:ref', async (request) => {

@@ -202,6 +202,12 @@ export const EventDetail = z
     encoding: z
       .enum(['utf-8', 'base64'])
       .describe('utf-8 when the body is UTF-8 text, else base64 of its bytes.'),
+    disposition: z
+      .string()
+      .nullable()
+      .describe(
+        'Where the rules of an endpoint webhook sent it (routed, dropped, held, faulted); else null.',
+      ),
   })
   .register(apiSchemas, { id: 'EventDetail' });
 
