@@ -9,7 +9,7 @@ import { DELIVERIES_STREAM, type IngestAck } from '../domain/delivery/events.ts'
 import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state.ts';
 import { decodeDeliveryMetadata } from '../domain/events.ts';
 import { todoStream } from '../domain/todo/events.ts';
-import type { ActiveWebhook, WebhookSigning } from '../domain/webhook/state.ts';
+import type { ActiveWebhook, WebhookSigning, WebhookState } from '../domain/webhook/state.ts';
 import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
@@ -46,6 +46,8 @@ export interface WebhookTarget {
   readonly webhook: ActiveWebhook;
   readonly endpoint: EndpointFacts;
   readonly signing: WebhookSigning | null;
+  /** The webhook's whole state as read (its rules): the router decides on it without reading again. */
+  readonly state: WebhookState;
 }
 
 export interface EndpointWebhookRequest {
@@ -71,19 +73,48 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
   const { store, clock, config } = deps;
   const trusted = parseTrustedProxies(config.trustedProxies);
 
+  /**
+   * Which webhook and endpoint a token names never changes: kept (bounded) so that a delivery reads
+   * the two streams at once, fresh, instead of the read model and then each stream in turn.
+   */
+  const owners = new Map<string, { readonly webhookId: string; readonly endpointId: string }>();
+  const OWNERS_KEPT = 10_000;
+
   /** Check 1 of the ingestion order: unknown token, or a revoked/expired owner, is 404. */
   async function lookup(token: string): Promise<WebhookTarget> {
     if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw new HooklineError('not_found', NOT_FOUND);
-    const row = await findWebhookByTokenHash(deps.db, hashCredential(token));
-    if (!row) throw new HooklineError('not_found', NOT_FOUND);
-    const { state } = await loadWebhook(store, row.id);
+    const tokenHash = hashCredential(token);
+    let known = owners.get(tokenHash);
+    let state: WebhookState;
+    let endpointState: Awaited<ReturnType<typeof loadEndpoint>>['state'] | undefined;
+    if (known) {
+      const [w, e] = await Promise.all([
+        loadWebhook(store, known.webhookId),
+        loadEndpoint(store, known.endpointId),
+      ]);
+      state = w.state;
+      endpointState = e.state;
+    } else {
+      const row = await findWebhookByTokenHash(deps.db, tokenHash);
+      if (!row) throw new HooklineError('not_found', NOT_FOUND);
+      state = (await loadWebhook(store, row.id)).state;
+    }
     const { webhook, signing } = state;
-    if (webhook.status !== 'active') throw new HooklineError('not_found', NOT_FOUND);
-    const { state: endpoint } = await loadEndpoint(store, webhook.endpointId);
+    if (webhook.status !== 'active' || webhook.tokenHash !== tokenHash) {
+      owners.delete(tokenHash);
+      throw new HooklineError('not_found', NOT_FOUND);
+    }
+    if (!known || known.endpointId !== webhook.endpointId) {
+      known = { webhookId: webhook.id, endpointId: webhook.endpointId };
+      if (owners.size >= OWNERS_KEPT) owners.clear();
+      owners.set(tokenHash, known);
+      endpointState = (await loadEndpoint(store, webhook.endpointId)).state;
+    }
+    const endpoint = endpointState!;
     if (endpoint.status !== 'active' || isExpired(endpoint, clock.now())) {
       throw new HooklineError('not_found', NOT_FOUND);
     }
-    return { webhook, endpoint: factsOf(endpoint), signing };
+    return { webhook, endpoint: factsOf(endpoint), signing, state };
   }
 
   /** Checks 5 to 7 (signature, body), then the delivery, the todo and the doorbell. */
@@ -129,6 +160,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
             received_at: receivedAt.toISOString(),
           },
           body: request.body,
+          webhook: target.state,
         })
       : null;
     const queue = plan ? plan.queue : webhook.queue;

@@ -4,7 +4,7 @@ import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import { decideDisposition } from '../domain/webhook/decide.ts';
 import { type Disposition, type DispositionReason, dispositionStream } from '../domain/webhook/events.ts';
-import { defaultQueue } from '../domain/webhook/state.ts';
+import { defaultQueue, type WebhookState } from '../domain/webhook/state.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { DeliveryFact } from '../todos/hand-off.ts';
@@ -37,6 +37,8 @@ export interface RouteInput {
   /** The delivery as it will be stored (headers sanitized, received_at the one recorded). */
   readonly view: StoredDeliveryView;
   readonly body: Uint8Array;
+  /** The webhook as the receiver just read it; read here when absent. */
+  readonly webhook?: WebhookState;
 }
 
 export interface WebhookRouter {
@@ -58,7 +60,7 @@ export function createWebhookRouter(deps: {
   const { store, clock, engine } = deps;
 
   async function plan(input: RouteInput): Promise<RoutingPlan> {
-    const { state } = await loadWebhook(store, input.webhookId);
+    const state = input.webhook ?? (await loadWebhook(store, input.webhookId)).state;
     const base = {
       webhookId: input.webhookId,
       endpointId: input.endpoint.id,
