@@ -104,7 +104,7 @@ async function serve(): Promise<Ready> {
         operator: 'bench',
         human: 'bench',
         name,
-        queue: 'inbox',
+        queues: ['inbox'],
         verbs: [...ALL_VERBS],
         expiresAt: null,
         replayTargets: [],

@@ -8,6 +8,7 @@ import type { Database } from '../db/database.ts';
 import { DELIVERIES_STREAM, type IngestAck } from '../domain/delivery/events.ts';
 import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state.ts';
 import { decodeDeliveryMetadata } from '../domain/events.ts';
+import { QUARANTINE } from '../domain/queue.ts';
 import { todoStream } from '../domain/todo/events.ts';
 import type { ActiveWebhook, WebhookSigning, WebhookState } from '../domain/webhook/state.ts';
 import { loadEndpoint } from '../endpoints/resolve.ts';
@@ -163,7 +164,12 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
           webhook: target.state,
         })
       : null;
-    const queue = plan ? plan.queue : webhook.queue;
+    const drained = endpoint.queues.filter((q) => q !== QUARANTINE);
+    const queue = plan
+      ? plan.queue
+      : drained.includes(webhook.queue) || drained.length === 0
+        ? webhook.queue
+        : drained[0]!;
     const handOff = handOffOf(target, {
       todoId: queue === null ? null : todoId, // RULES (issue 7): no todo when a rule dropped it
       queue,
