@@ -3,11 +3,13 @@ import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
+import { createEventRoutes } from './http/api/events.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
@@ -68,7 +70,6 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
 
   // Surfaces (one line each):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
-  await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
   // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
   let broker: Awaited<ReturnType<typeof startBrokerConsumers>>;
@@ -94,6 +95,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
+  await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route.
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
@@ -112,7 +114,12 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
   });
-  await app.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
+  await app.register(async (receivers) => {
+    await limitRequests(receivers, config.receiverRateLimit);
+    await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
+    await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  });
 
   return app;
 }
