@@ -3,12 +3,15 @@ import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
+import { createEventRoutes } from './http/api/events.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
+import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createProviderRoutes } from './http/ui/providers-routes.ts';
@@ -56,6 +59,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   });
 
   await app.register(errorsPlugin);
+  await app.register(securityHeadersPlugin({ baseUrl: config.baseUrl })); // CSP and friends, every response
   await app.register(
     healthPlugin({
       db: runtime.db,
@@ -66,7 +70,6 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
 
   // Surfaces (one line each):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
-  await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
   // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
   let broker: Awaited<ReturnType<typeof startBrokerConsumers>>;
@@ -101,6 +104,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     }),
   );
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
+  await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
@@ -117,7 +121,12 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
   });
-  await app.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
+  await app.register(async (receivers) => {
+    await limitRequests(receivers, config.receiverRateLimit);
+    await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
+    await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  });
 
   return app;
 }
