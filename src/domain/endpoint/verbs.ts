@@ -11,7 +11,13 @@ export const VERB_GROUPS = {
   /** Reading the accepted events the endpoint may see (spec 1.1, 2.2, 2.3). */
   event: ['list_events', 'get_event'],
   /** The endpoint's own webhooks (release 0.3.0; replay 0.4.0). */
-  webhook: ['create_webhook', 'list_webhooks', 'list_webhook_events', 'replay_webhook_event'],
+  webhook: [
+    'create_webhook',
+    'list_webhooks',
+    'list_webhook_events',
+    'replay_webhook_event',
+    'rotate_webhook_secret',
+  ],
   /** Release 0.5.0: owner-only rule and route verbs. */
   rule: [
     'list_webhook_rules',
