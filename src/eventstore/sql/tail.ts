@@ -94,8 +94,15 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < hiddenBound) {
           const wait = Math.min(Math.max(2, hiddenFor), 50);
           hiddenFor += wait;
-          // A commit from now on (often the very transaction that hid ours) cuts the wait short.
-          await deps.wakeup.wait(deps.wakeup.seq, wait, deps.closed);
+          // A commit from now on (often the very transaction that hid ours) cuts the wait short,
+          // but no closer to the last read than the live interval: on a busy log commits come
+          // every few ms, and the reader must not read at their rate.
+          const before = deps.wakeup.seq;
+          await deps.wakeup.wait(before, wait, deps.closed);
+          if (deps.wakeup.seq !== before) {
+            const early = lastQuery + deps.minIntervalMs - performance.now();
+            if (early > 0) await sleep(early, deps.closed);
+          }
           continue;
         }
         hiddenFor = 0;
