@@ -17,7 +17,10 @@ export function startNotifyListener(
   pool: pg.Pool,
   channel: string,
   ownPayload: string,
-  onWake: () => void,
+  /** A notification from another process's commit. */
+  onNotified: () => void,
+  /** Listening (again): notifications may have been missed meanwhile. */
+  onListening: () => void,
   onError: (err: unknown) => void,
 ): NotifyListener {
   const stopping = new AbortController();
@@ -47,7 +50,7 @@ export function startNotifyListener(
       client.on('error', () => {}); // a failed connect rejects below; nothing may go unheard meanwhile
       client.on('notification', (m) => {
         // Our own commits already woke the readers in-process.
-        if (m.channel === channel && m.payload !== ownPayload) onWake();
+        if (m.channel === channel && m.payload !== ownPayload) onNotified();
       });
       try {
         await client.connect();
@@ -60,7 +63,7 @@ export function startNotifyListener(
           return;
         }
         current = { close };
-        onWake();
+        onListening();
         return;
       } catch (err) {
         if (!close()) return; // `lost` already started the next attempt
