@@ -1,15 +1,15 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpoint } from '../../projections/engine/checkpoints.ts';
 import type { ProjectionStatus } from '../../projections/engine/types.ts';
 import { allProjections } from '../../projections/index.ts';
-import { acquireDataDirLock } from '../../src/db/lockfile.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { compareWithRebuild, type Harness } from './support.ts';
 
@@ -105,11 +105,12 @@ async function untilCaughtUp(url: string): Promise<void> {
 
 /** Opens what the stopped service left: the store and its SQL database, as a comparison harness. */
 async function openLeftovers(target: { dataDir: string } | { url: string }): Promise<Harness> {
-  const lock =
-    'dataDir' in target ? await acquireDataDirLock(target.dataDir, { command: 'test' }) : undefined;
   let sqlDb: SqlDatabase | undefined;
   try {
-    sqlDb = 'dataDir' in target ? await openPglite(target.dataDir) : openPostgres(target.url, { max: 4 });
+    sqlDb =
+      'dataDir' in target
+        ? await openEmbedded(target.dataDir, { max: 4 })
+        : openPostgres(target.url, { max: 4 });
     const store = await createSqlEventStore(sqlDb, { pollMs: 100 });
     const opened = sqlDb;
     return {
@@ -118,12 +119,10 @@ async function openLeftovers(target: { dataDir: string } | { url: string }): Pro
       close: async () => {
         await store.close();
         await opened.close();
-        await lock?.release();
       },
     };
   } catch (err) {
     await sqlDb?.close();
-    await lock?.release();
     throw err;
   }
 }
@@ -211,11 +210,11 @@ describe('crash of the service: kill -9 under webhook load, embedded', () => {
 
   afterEach(async () => {
     await killAll(started);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
   it('restarts over the stale lock; every read model equals a rebuild, every 202 is in the log', async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookline-service-crash-'));
+    dataDir = await freshDataDir();
     const { acked, first, second } = await crashUnderLoad(dataDir, {}, 150, started);
     // The restart went through the lock file the killed process left, with no clean-up between.
     expect(second.stderr()).toContain('stale lock');
@@ -239,7 +238,7 @@ describe.runIf(hasPg)('crash of the service: kill -9 under webhook load, Postgre
   afterEach(async () => {
     await killAll(started);
     await testDb?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
   it('restarts; every read model equals a rebuild, every 202 is in the log', async () => {

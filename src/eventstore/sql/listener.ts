@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { sleep } from './wakeup.ts';
 
 /**
- * PostgreSQL only: one pooled connection LISTENs on the store's channel so appends committed by
+ * One pooled connection LISTENs on the store's channel so appends committed by
  * other processes wake this one's readers. A lost connection is replaced with backoff, and the
  * readers are woken after each (re)connect since notifications may have been missed meanwhile.
  */
