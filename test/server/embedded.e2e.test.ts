@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
 import { processAlive } from '../../src/db/managed-postgres.ts';
-import { freshDataDir, removeDataDir } from '../support/embedded.ts';
+import { embeddedRoot, freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { BIN, postDelivery, readDeliveries, type ServerProcess, startHookline } from './harness.ts';
 
 /** The postmaster that `<dataDir>/pg/postmaster.pid` names, or undefined when none is recorded. */
@@ -48,7 +48,7 @@ describe('hookline serve, embedded (its own PostgreSQL)', () => {
   };
 
   it('initialises and starts PostgreSQL on first start; a second hookline shares it; the last one out stops it', async () => {
-    const root = process.env.HOOKLINE_TEST_EMBEDDED_ROOT!;
+    const root = embeddedRoot();
     dataDir = await mkdtemp(path.join(root, 'first-start-'));
     await chmod(dataDir, 0o755);
     const first = await start();
@@ -175,7 +175,7 @@ describe('hookline serve, embedded (its own PostgreSQL)', () => {
   });
 
   it('refuses a data directory left by the PGlite version, with a sentence', async () => {
-    const root = process.env.HOOKLINE_TEST_EMBEDDED_ROOT!;
+    const root = embeddedRoot();
     dataDir = await mkdtemp(path.join(root, 'pglite-era-'));
     await mkdir(path.join(dataDir, 'pglite'));
     const p = await start();

@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import pg from 'pg';
+import type { TestProject } from 'vitest/node';
 import { startManagedPostgres, stopManagedPostgresIn } from '../../src/db/managed-postgres.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { openPostgres } from '../../src/db/open.ts';
@@ -14,16 +12,23 @@ import { openPostgres } from '../../src/db/open.ts';
  *
  * - `template/`: a data directory initialised and migrated once, stopped. A test that runs the
  *   `hookline` binary (or needs a data directory of its own) copies it (freshDataDir).
- * - `shared/`: a copy of it, started and kept running by a connection held here. In-process
- *   runtimes adopt this server and each gets a database of its own (embeddedTarget), so a test
- *   pays a CREATE DATABASE, not an initdb and a start.
+ * - `slot-<n>/`: a copy of it per vitest worker slot, started by the first test file of that
+ *   slot and left running for the next (test/support/embedded.ts). In-process runtimes adopt it
+ *   and each gets a database of its own, so a test pays a CREATE DATABASE, not an initdb and a
+ *   start; the files of one slot run one after the other, so no other test's transactions hold
+ *   back what `$all` shows (the xid8 horizon is the whole server's).
  *
  * Teardown stops every server left under the run's directory and removes it.
  */
-const ROOT_VAR = 'HOOKLINE_TEST_EMBEDDED_ROOT';
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's directory of embedded-mode servers (read it with embeddedRoot()). */
+    embeddedRoot: string;
+  }
+}
 
-export default async function setup(): Promise<(() => Promise<void>) | undefined> {
-  if (process.env[ROOT_VAR]) return undefined; // the other tier's setup already made one
+/** Each tier (int, e2e) gets a directory of its own, removed when that tier is done. */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'hookline-test-'));
   await chmod(root, 0o755); // PostgreSQL runs as another user when the tests run as root
   const template = path.join(root, 'template');
@@ -36,21 +41,11 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   }
   await first.stop();
 
-  const shared = path.join(root, 'shared');
-  await promisify(execFile)('cp', ['-a', template, shared]);
-  const server = await startManagedPostgres(shared);
-  const keeper = new pg.Client({
-    connectionString: server.urlFor('postgres'),
-    application_name: 'test-keeper',
-  });
-  await keeper.connect();
-  process.env[ROOT_VAR] = root;
+  project.provide('embeddedRoot', root);
 
   return async () => {
-    await keeper.end().catch(() => {});
     await stopLeftServers(root);
     await rm(root, { recursive: true, force: true });
-    delete process.env[ROOT_VAR];
   };
 }
 

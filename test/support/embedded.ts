@@ -1,33 +1,72 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { startManagedPostgres } from '../../src/db/managed-postgres.ts';
+import { type ManagedPostgres, startManagedPostgres } from '../../src/db/managed-postgres.ts';
 import { openEmbedded, type PostgresOptions, type SqlDatabase } from '../../src/db/open.ts';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime.ts';
 
 /**
- * Embedded mode in tests: the run's managed PostgreSQL (test/support/embedded-setup.ts), reached
- * the way `hookline serve` reaches it. Nothing here fakes the server: a runtime given
- * `embeddedTarget()` starts up in embedded mode, adopts the running server and works on a
- * database of its own.
+ * Embedded mode in tests: managed PostgreSQL servers made from the run's template cluster
+ * (test/support/embedded-setup.ts), reached the way `hookline serve` reaches them. Nothing here
+ * fakes the server: a runtime given `embeddedTarget()` starts up in embedded mode, adopts the
+ * slot's running server and works on a database of its own.
  */
 
-function root(): string {
-  const dir = process.env.HOOKLINE_TEST_EMBEDDED_ROOT;
+/** The run's directory of embedded-mode servers (test/support/embedded-setup.ts). */
+export function embeddedRoot(): string {
+  const dir = inject('embeddedRoot');
   if (!dir)
     throw new Error('the embedded test server is not set up: run this file through vitest (int or e2e tier)');
   return dir;
 }
 
-/** The shared data directory: its server runs for the whole test run. */
-export const sharedDataDir = (): string => path.join(root(), 'shared');
+interface SlotServer {
+  readonly dataDir: string;
+  readonly server: ManagedPostgres;
+}
+let slot: Promise<SlotServer> | undefined;
+
+/**
+ * This worker slot's embedded server (a copy of the template, started by the slot's first test
+ * file and adopted by the next ones). A connection held open here keeps a runtime that closes
+ * from stopping it: the last client out stops the server, and this one is never out. The
+ * globalSetup's teardown stops the slots' servers at the end of the run.
+ */
+function slotServer(): Promise<SlotServer> {
+  slot ??= (async () => {
+    const id = process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? String(process.pid);
+    const dataDir = path.join(embeddedRoot(), `slot-${id}`);
+    if (!existsSync(path.join(dataDir, 'pg'))) {
+      await mkdir(dataDir, { recursive: true, mode: 0o755 });
+      await chmod(dataDir, 0o755);
+      await promisify(execFile)('cp', [
+        '-a',
+        path.join(embeddedRoot(), 'template', 'pg'),
+        path.join(dataDir, 'pg'),
+      ]);
+    }
+    const server = await startManagedPostgres(dataDir, { database: 'postgres' });
+    const keeper = new pg.Client({
+      connectionString: server.urlFor('postgres'),
+      application_name: 'test-keeper',
+    });
+    keeper.on('error', () => {});
+    await keeper.connect();
+    // Not a reason for the worker to stay alive.
+    (keeper as unknown as { connection: { stream: { unref(): void } } }).connection.stream.unref();
+    return { dataDir, server };
+  })();
+  return slot;
+}
 
 export interface EmbeddedTarget {
-  /** For loadConfig: embedded mode (no DATABASE_URL) on the shared data directory. */
+  /** For loadConfig: embedded mode (no DATABASE_URL) on the slot's data directory. */
   readonly env: { readonly HOOKLINE_DATA_DIR: string };
   /** For createRuntime / startServer: the database of this target. */
   readonly runtimeOptions: { readonly embeddedDatabase: string };
@@ -36,10 +75,9 @@ export interface EmbeddedTarget {
   drop(): Promise<void>;
 }
 
-/** A migrated database of its own on the shared embedded server, copied from the template. */
+/** A migrated database of its own on the slot's embedded server, copied from the template. */
 export async function embeddedTarget(): Promise<EmbeddedTarget> {
-  const dataDir = sharedDataDir();
-  const server = await startManagedPostgres(dataDir, { database: 'postgres' });
+  const { dataDir, server } = await slotServer();
   const database = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({
     connectionString: server.urlFor('postgres'),
@@ -47,7 +85,7 @@ export async function embeddedTarget(): Promise<EmbeddedTarget> {
   });
   await admin.connect();
   try {
-    // `hookline` on the shared server is the migrated template nobody connects to.
+    // `hookline` on the slot's server is the migrated template nobody connects to.
     await admin.query(`create database ${admin.escapeIdentifier(database)} template hookline`);
   } finally {
     await admin.end();
@@ -92,9 +130,9 @@ export async function openEmbeddedTarget(
  * that run `hookline` itself or stop and restart its server. Its server is not running.
  */
 export async function freshDataDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(root(), 'data-'));
+  const dir = await mkdtemp(path.join(embeddedRoot(), 'data-'));
   await chmod(dir, 0o755);
-  await promisify(execFile)('cp', ['-a', path.join(root(), 'template', 'pg'), path.join(dir, 'pg')]);
+  await promisify(execFile)('cp', ['-a', path.join(embeddedRoot(), 'template', 'pg'), path.join(dir, 'pg')]);
   return dir;
 }
 
