@@ -44,6 +44,13 @@ async function applyEndpointEvent(db: Kysely<Database>, e: RecordedEvent): Promi
         .execute();
       return;
     }
+    case 'EndpointScopeChanged':
+      await db
+        .updateTable('endpoints')
+        .set({ queues: JSON.stringify(event.data.queues), verbs: JSON.stringify(event.data.verbs) })
+        .where('id', '=', event.data.endpoint_id)
+        .execute();
+      return;
     case 'EndpointRevoked':
       await db
         .updateTable('endpoints')

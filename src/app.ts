@@ -3,12 +3,14 @@ import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
+import { createEventRoutes } from './http/api/events.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { RequestLogController } from './http/request-log.ts';
+import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createProviderRoutes } from './http/ui/providers-routes.ts';
@@ -56,6 +58,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   });
 
   await app.register(errorsPlugin);
+  await app.register(securityHeadersPlugin({ baseUrl: config.baseUrl })); // CSP and friends, every response
   await app.register(
     healthPlugin({
       db: runtime.db,
@@ -92,6 +95,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
+  await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route.
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });

@@ -11,7 +11,6 @@ import {
   sseFrame,
 } from '../live/sse.ts';
 import type { Logger } from '../logger.ts';
-import { securityHeaders } from './ui/security.ts';
 
 export interface StreamOptions {
   /** At most this many missed deliveries are replayed after Last-Event-ID; more is a `reset`. */
@@ -119,6 +118,11 @@ export function streamPlugin(deps: StreamDeps) {
           const frame = sseFrame('status', status);
           for (const client of clients) client.writer.send(frame);
         }),
+        // A bare signal (no id, no data of anyone's): the console's todo screens fetch their rows.
+        hub.todoChanges$.subscribe(() => {
+          const frame = sseFrame('todos-changed', {});
+          for (const client of clients) client.writer.send(frame);
+        }),
       );
       const keepAlive = setInterval(() => {
         for (const client of clients) client.writer.send(': keep-alive\n\n');
@@ -137,7 +141,6 @@ export function streamPlugin(deps: StreamDeps) {
         reply.hijack();
         const res = reply.raw;
         res.writeHead(200, {
-          ...securityHeaders,
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache, no-store, no-transform',
           'x-accel-buffering': 'no',

@@ -42,6 +42,9 @@ export function evolveEndpoint(state: EndpointState, event: EndpointEvent): Endp
         vendedAt: new Date(d.vended_at),
       };
     }
+    case 'EndpointScopeChanged':
+      if (state.status === 'none') return state;
+      return { ...state, queues: event.data.queues, verbs: event.data.verbs };
     case 'EndpointRevoked':
       if (state.status === 'none') return state;
       return { ...state, status: 'revoked', revokedAt: new Date(event.data.revoked_at) };

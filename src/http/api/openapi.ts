@@ -86,9 +86,30 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
           responses: {
             201: { description: 'Vended; the token appears only here', content: json('VendEndpointOut') },
             400: problem(
-              'Invalid body, missing name, reserved queue, or a refused replay target; nothing minted.',
+              'Invalid body, missing name, reserved queue, both queue and queues, or a refused replay target; nothing minted.',
             ),
             401: unauthorized,
+          },
+        },
+      },
+      '/endpoints/{ref}': {
+        patch: {
+          operationId: 'updateEndpoint',
+          summary: 'Change the queues an endpoint drains, or narrow its verbs',
+          description:
+            'Recorded as one event on the endpoint. Removing a queue that holds pending or claimed todos needs `move_to`, which moves them first.',
+          parameters: [refParam],
+          requestBody: { required: true, content: json('UpdateEndpointIn') },
+          responses: {
+            200: { description: 'The endpoint as it is now', content: json('EndpointOut') },
+            400: problem(
+              'Invalid body, reserved or malformed queue, more than 16 queues, a verb the endpoint does not hold, or move_to outside the new queues.',
+            ),
+            401: unauthorized,
+            404: problem('No endpoint of the caller has that slug or id.'),
+            409: problem(
+              'A removed queue still holds pending or claimed todos and no move_to was given, or the endpoint is revoked.',
+            ),
           },
         },
       },
@@ -122,6 +143,31 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
             401: unauthorized,
             404: problem('No endpoint of the caller has that slug or id (unknown and foreign alike).'),
             409: problem('The endpoint is revoked (or expired).'),
+          },
+        },
+      },
+      '/events/{id}': {
+        get: {
+          operationId: 'getEvent',
+          summary: 'One delivery with its raw bytes (base64), content type and recorded headers',
+          parameters: [
+            {
+              name: 'id',
+              in: 'path',
+              required: true,
+              description: 'The event id (the delivery’s position in the log).',
+              schema: { type: 'string' },
+            },
+          ],
+          responses: {
+            200: {
+              description:
+                'EventSummary plus external_id, content_type, headers (credentials redacted), disposition and payload_base64',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+            401: unauthorized,
+            404: problem('No such event, or an endpoint webhook’s delivery of another operator.'),
+            503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
           },
         },
       },
