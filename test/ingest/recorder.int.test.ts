@@ -31,7 +31,7 @@ const input = (externalId: string): DeliveryInput => ({
 /**
  * The recorder on both paths of the store port: with appendAtomic (the SQL adapters: reservation
  * and delivery in one transaction) and without it (what the EventStoreDB adapter offers: the
- * reservation, then the delivery). The same PGlite store serves both; the second view of it simply
+ * reservation, then the delivery). The same store serves both; the second view of it simply
  * lacks the optional method.
  */
 describe('delivery recorder, atomic and sequential reservation', () => {
