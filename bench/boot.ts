@@ -40,7 +40,13 @@ async function start(env: Record<string, string>): Promise<Started> {
   const port = await freePort();
   const began = performance.now();
   const child = spawn(process.execPath, [...NODE_FLAGS, BIN, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOOKLINE_LOG_LEVEL: 'warn', HOOKLINE_PORT: String(port), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      HOOKLINE_LOG_LEVEL: 'warn',
+      HOOKLINE_PORT: String(port),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -122,7 +128,9 @@ const load = () =>
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-console.log(`hookline serve to /healthz 200, ${rounds} rounds each, medians; load average at start: ${load()} (${os.cpus().length} CPUs)`);
+console.log(
+  `hookline serve to /healthz 200, ${rounds} rounds each, medians; load average at start: ${load()} (${os.cpus().length} CPUs)`,
+);
 
 const results: Record<string, Round[]> = { embedded: [], server: [] };
 for (let i = 0; i < rounds; i++) {
@@ -133,9 +141,18 @@ for (let i = 0; i < rounds; i++) {
 
 console.log('\nmode      first start ms  later start ms  idle hookline RSS MB  idle PostgreSQL RSS / PSS MB');
 for (const [mode, rs] of Object.entries(results)) {
-  const pg = mode === 'embedded' ? `${median(rs.map((r) => r.pgRssMb)).toFixed(0)} / ${median(rs.map((r) => r.pgPssMb)).toFixed(0)}` : '(its own server)';
+  const pg =
+    mode === 'embedded'
+      ? `${median(rs.map((r) => r.pgRssMb)).toFixed(0)} / ${median(rs.map((r) => r.pgPssMb)).toFixed(0)}`
+      : '(its own server)';
   console.log(
-    `${mode.padEnd(9)} ${median(rs.map((r) => r.firstMs)).toFixed(0).padStart(14)}  ${median(rs.map((r) => r.laterMs)).toFixed(0).padStart(14)}  ${median(rs.map((r) => r.hooklineMb)).toFixed(0).padStart(20)}  ${pg.padStart(28)}`,
+    `${mode.padEnd(9)} ${median(rs.map((r) => r.firstMs))
+      .toFixed(0)
+      .padStart(14)}  ${median(rs.map((r) => r.laterMs))
+      .toFixed(0)
+      .padStart(14)}  ${median(rs.map((r) => r.hooklineMb))
+      .toFixed(0)
+      .padStart(20)}  ${pg.padStart(28)}`,
   );
 }
 console.log(`\nload average at end: ${load()}`);

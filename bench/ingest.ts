@@ -295,7 +295,9 @@ async function main(): Promise<void> {
   }
   const embedded = results.find((r) => r.target === 'embedded');
   if (embedded && server) {
-    console.log(`\nembedded / server mode, same run: ${((embedded.rps / server.rps) * 100).toFixed(1)}% of the rate`);
+    console.log(
+      `\nembedded / server mode, same run: ${((embedded.rps / server.rps) * 100).toFixed(1)}% of the rate`,
+    );
   }
   console.log(`\nload average at end: ${load()}`);
   console.log(

@@ -139,7 +139,11 @@ export async function importLog(
 ): Promise<number> {
   const { store } = target;
   const sqlDb = store.kind === 'postgres' ? target.sql : undefined;
+  // Taken before the first await: a readline interface emits its lines whether or not anyone
+  // iterates yet, and only an iterator that exists buffers them.
+  const input = lines[Symbol.asyncIterator]();
   if (!(await isEmpty(store, sqlDb))) {
+    await input.return?.();
     throw new ImportError('the target store is not empty: import into a store that holds no events');
   }
   const last = new Map<string, number>();
@@ -160,40 +164,46 @@ export async function importLog(
     onProgress?.({ events, bytes });
   };
 
-  for await (const raw of lines) {
-    lineNo++;
-    bytes += Buffer.byteLength(raw) + 1;
-    const text = raw.trim();
-    if (!text) continue;
-    if (!sawHeader) {
-      let header: { format?: unknown; version?: unknown } = {};
-      try {
-        header = JSON.parse(text) as typeof header;
-      } catch {
-        // refused below
+  try {
+    for (let next = await input.next(); !next.done; next = await input.next()) {
+      const raw = next.value;
+      lineNo++;
+      bytes += Buffer.byteLength(raw) + 1;
+      const text = raw.trim();
+      if (!text) continue;
+      if (!sawHeader) {
+        let header: { format?: unknown; version?: unknown } = {};
+        try {
+          header = JSON.parse(text) as typeof header;
+        } catch {
+          // refused below
+        }
+        if (header.format !== EXPORT_FORMAT) {
+          throw new ImportError(`line 1 is not the header of a hookline export (${EXPORT_FORMAT})`);
+        }
+        if (header.version !== EXPORT_VERSION) {
+          throw new ImportError(
+            `the export is version ${String(header.version)}; this hookline reads version ${EXPORT_VERSION}`,
+          );
+        }
+        sawHeader = true;
+        continue;
       }
-      if (header.format !== EXPORT_FORMAT) {
-        throw new ImportError(`line 1 is not the header of a hookline export (${EXPORT_FORMAT})`);
-      }
-      if (header.version !== EXPORT_VERSION) {
+      const line = parseLine(text, lineNo);
+      const before = last.get(line.stream_id);
+      if (before !== undefined && line.revision !== before + 1) {
         throw new ImportError(
-          `the export is version ${String(header.version)}; this hookline reads version ${EXPORT_VERSION}`,
+          `line ${lineNo}: stream ${line.stream_id} goes from revision ${before} to ${line.revision}`,
         );
       }
-      sawHeader = true;
-      continue;
+      last.set(line.stream_id, line.revision);
+      batch.push(line);
+      batchBytes += line.data.length + (line.metadata?.length ?? 0);
+      if (batch.length >= BATCH_EVENTS || batchBytes >= BATCH_BYTES) await flush();
     }
-    const line = parseLine(text, lineNo);
-    const before = last.get(line.stream_id);
-    if (before !== undefined && line.revision !== before + 1) {
-      throw new ImportError(
-        `line ${lineNo}: stream ${line.stream_id} goes from revision ${before} to ${line.revision}`,
-      );
-    }
-    last.set(line.stream_id, line.revision);
-    batch.push(line);
-    batchBytes += line.data.length + (line.metadata?.length ?? 0);
-    if (batch.length >= BATCH_EVENTS || batchBytes >= BATCH_BYTES) await flush();
+  } catch (err) {
+    await input.return?.();
+    throw err;
   }
   if (!sawHeader) throw new ImportError('the input is empty: no hookline export header');
   await flush();
