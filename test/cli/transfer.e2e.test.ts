@@ -60,10 +60,14 @@ describe.runIf(hasPg)('hookline export | import between modes', () => {
     expect(JSON.parse(lines[0]!)).toEqual({ format: 'hookline-event-log', version: 1 });
     const deliveries = lines
       .slice(1)
-      .map((l) => JSON.parse(l) as { stream_id: string; revision: number; event_id: string; created_at: string })
+      .map(
+        (l) => JSON.parse(l) as { stream_id: string; revision: number; event_id: string; created_at: string },
+      )
       .filter((e) => e.stream_id === 'deliveries');
     expect(deliveries.map((e) => e.revision + 1)).toEqual(acked);
-    expect(deliveries.every((e) => /^[0-9a-f-]{36}$/.test(e.event_id) && e.created_at.endsWith('Z'))).toBe(true);
+    expect(deliveries.every((e) => /^[0-9a-f-]{36}$/.test(e.event_id) && e.created_at.endsWith('Z'))).toBe(
+      true,
+    );
 
     // Into a fresh PostgreSQL database (server mode).
     db = await createTestDatabase('hookline_import');
