@@ -9,6 +9,7 @@ import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (iss
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
@@ -69,7 +70,6 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
 
   // Surfaces (one line each):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
-  await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
   // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
   let broker: Awaited<ReturnType<typeof startBrokerConsumers>>;
@@ -114,7 +114,12 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
   });
-  await app.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
+  await app.register(async (receivers) => {
+    await limitRequests(receivers, config.receiverRateLimit);
+    await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
+    await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  });
 
   return app;
 }
