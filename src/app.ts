@@ -9,6 +9,7 @@ import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (iss
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { countDeliveries, metricsPlugin } from './http/metrics.ts';
 import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { securityHeadersPlugin } from './http/security-headers.ts';
@@ -89,6 +90,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
       options: options.stream,
     }),
   );
+  await app.register(metricsPlugin(runtime)); // GET /metrics, to whom the screens are served
   await app.register(createUi(runtime, live));
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
@@ -117,6 +119,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
   await app.register(async (receivers) => {
     await limitRequests(receivers, config.receiverRateLimit);
+    countDeliveries(receivers); // hookline_deliveries_total, hookline_ingest_duration_seconds
     await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
     await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
   });

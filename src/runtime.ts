@@ -1,4 +1,4 @@
-import { createProjectionHealth } from '../projections/engine/lag-health.ts';
+import { createProjectionHealth, type ProjectionLag } from '../projections/engine/lag-health.ts';
 import { createProjectionRunner } from '../projections/engine/runner.ts';
 import type { ProjectionRunner } from '../projections/engine/types.ts';
 import { allProjections } from '../projections/index.ts';
@@ -30,6 +30,8 @@ export interface Runtime {
   readonly store: EventStore;
   readonly projections: ProjectionRunner;
   readonly health: HealthRegistry;
+  /** The read models' last measured lag behind the log (undefined before the first, or without projections). */
+  readonly projectionLag: () => ProjectionLag | undefined;
   /** RULES (issue 7): the one rule sandbox of this process (started on first use, closed with it). */
   readonly rules: RuleEngine;
   /** RULES (issue 7): outbound replay through the SSRF guard. */
@@ -106,9 +108,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;
     const health = createHealthRegistry();
+    let projectionLag: () => ProjectionLag | undefined = () => undefined;
     if (options.startProjections !== false) {
       // /healthz says `projections: error` (status degraded) when a read model is over 60 s behind.
       const projectionHealth = createProjectionHealth(projections);
+      projectionLag = () => projectionHealth.lag();
       health.register('projections', projectionHealth.state);
       closeHooks.push(() => projectionHealth.stop());
     }
@@ -127,6 +131,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       store,
       projections,
       health,
+      projectionLag: () => projectionLag(),
       rules,
       replay,
       onClose: (hook) => {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { appendBatchSize } from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
@@ -162,6 +163,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await writeBatch(options, batch);
+        appendBatchSize.observe(batch.length);
         let newest: string | undefined;
         for (const o of outcomes) {
           if ('error' in o) continue;
