@@ -2,12 +2,12 @@ import pg from 'pg';
 import { sleep } from './wakeup.ts';
 
 /**
- * PostgreSQL only: a connection of its own LISTENs on the store's channel, so an append committed
+ * A connection of its own LISTENs on the store's channel, so an append committed
  * by another process wakes this one's `$all` reader at once instead of at its next poll (each
  * append transaction NOTIFYs, es_append_batch). The connection is opened with the pool's settings
  * but outside the pool: it never takes one of the pool's connections from queries, and never waits
- * for one when the pool is busy. A lost connection is replaced with backoff, and the readers are
- * woken after each (re)connect since notifications may have been missed meanwhile.
+ * for one when the pool is busy. A lost connection is replaced with backoff, and the readers read
+ * once more after each (re)connect, since notifications may have been missed meanwhile.
  */
 export interface NotifyListener {
   stop(): Promise<void>;
@@ -31,7 +31,7 @@ export function startNotifyListener(
     let backoff = 100;
     while (!stopping.signal.aborted) {
       let closed = false;
-      // The pool's own settings (address, keepalive, timeouts) and Client class, on a client of its own.
+      // The pool's own settings (address, keepalive, timeouts), on a client of its own.
       const client = new pg.Client(pool.options);
       // Exactly once per client: 'error', 'end', a failed LISTEN and stop() may all report it.
       const close = (): boolean => {
