@@ -158,11 +158,11 @@ export async function databaseCounters(adminUrl: string, database: string): Prom
   }
 }
 
-/** CPU seconds the database's backends used between two snapshots (new backends count from 0). */
-export function backendCpu(before: DatabaseCounters, after: DatabaseCounters): number | undefined {
-  if (after.backends.size === 0) return undefined;
+/** CPU seconds processes used between two snapshots of pid -> CPU (new ones count from 0). */
+export function backendCpu(before: Map<number, number>, after: Map<number, number>): number | undefined {
+  if (after.size === 0) return undefined;
   let total = 0;
-  for (const [pid, cpu] of after.backends) total += cpu - (before.backends.get(pid) ?? 0);
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0);
   return total;
 }
 

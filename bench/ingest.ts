@@ -1,6 +1,6 @@
 /**
  * Signed-ingestion benchmark (design.md, "Targets"): a signed 1.5 KB codehost payload, 32
- * connections, against hookline on PostgreSQL, hookline embedded (PGlite) and a bare Fastify route
+ * connections, against hookline on PostgreSQL, hookline embedded (its own PostgreSQL) and a bare Fastify route
  * that checks the same HMAC and persists nothing, in one run, with a minimal durable reference route
  * (bench/ingest-reference.ts). Each server runs in its own child process; autocannon drives it from
  * this one. Prints req/s, p50, p99, the ratios to the bare and the durable route, and per delivery
@@ -9,9 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -27,7 +25,8 @@ import {
   settled,
   signatureValid,
 } from './ingest-reference.ts';
-import { peakRssMb } from './memory.ts';
+import { memoryOf, peakRssMb, postmasterOf, processTree, sampleTreePeak } from './memory.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -107,6 +106,25 @@ async function serveHookline(): Promise<number> {
 
 // ---- parent: drive each target -----------------------------------------------------------
 
+/** Peak of hookline's RSS plus its PostgreSQL's PSS, sampled at the same moments. */
+function sampleTotal(hooklinePid: number, dataDir: string) {
+  let peak = 0;
+  const sample = () => {
+    const pm = postmasterOf(dataDir);
+    const pg = pm ? memoryOf(processTree(pm)).pssMb : 0;
+    peak = Math.max(peak, memoryOf([hooklinePid]).rssMb + pg);
+  };
+  sample();
+  const timer = setInterval(sample, 200);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
+
 function startChild(
   target: Target,
   env: Record<string, string>,
@@ -146,6 +164,10 @@ interface Figures {
   errors: number;
   /** The server's peak resident set (VmHWM), MB; undefined where /proc is not there. */
   peakRssMb?: number;
+  /** Embedded: peaks of the sums over the managed PostgreSQL's processes (RSS and PSS), MB. */
+  postgres?: { rssMb: number; pssMb: number };
+  /** Embedded: peak of hookline's RSS plus its PostgreSQL's PSS, sampled together, MB. */
+  totalMb?: number;
   /** Cost per acknowledged delivery (see `Costs`); undefined where it could not be read. */
   costs?: Costs;
 }
@@ -226,6 +248,18 @@ function medianOf(xs: (number | undefined)[]): number | undefined {
   return defined.length > 0 ? median(defined) : undefined;
 }
 
+/** CPU seconds so far of each process of embedded mode's own PostgreSQL (all of them, not only backends). */
+function managedPostgresCpu(dataDir: string): Map<number, number> | undefined {
+  const postmaster = postmasterOf(dataDir);
+  if (postmaster === undefined) return undefined;
+  const cpu = new Map<number, number>();
+  for (const pid of processTree(postmaster)) {
+    const seconds = cpuSeconds(pid);
+    if (seconds !== undefined) cpu.set(pid, seconds);
+  }
+  return cpu;
+}
+
 const databaseOf = (url: string): string => decodeURIComponent(new URL(url).pathname.slice(1));
 
 async function main(): Promise<void> {
@@ -282,9 +316,9 @@ async function main(): Promise<void> {
         database = databaseOf(scratch.url);
         cleanup = scratch.drop;
       } else if (target === 'embedded') {
-        const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-bench-'));
-        env.HOOKLINE_DATA_DIR = dir;
-        cleanup = () => rm(dir, { recursive: true, force: true });
+        const dataDir = await scratchDataDir('ingest');
+        env.HOOKLINE_DATA_DIR = dataDir.dir;
+        cleanup = dataDir.remove;
       }
       try {
         const { child, port } = await startChild(target, env);
@@ -298,13 +332,27 @@ async function main(): Promise<void> {
           if (database) await settled(BENCH_ADMIN_URL, database);
           const nodeBefore = child.pid === undefined ? undefined : cpuSeconds(child.pid);
           const pgBefore = database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined;
+          const dir = env.HOOKLINE_DATA_DIR;
+          const treeBefore = dir ? managedPostgresCpu(dir) : undefined;
+          const pgPeak = dir ? sampleTreePeak(() => postmasterOf(dir)) : undefined;
+          const totalPeak = dir && child.pid ? sampleTotal(child.pid, dir) : undefined;
           figures = await drive(target, port, seconds, connections, body, deliveryIds);
+          const postgres = pgPeak?.stop();
+          const totalMb = totalPeak?.stop();
+          if (postgres) figures.postgres = postgres;
+          if (totalMb !== undefined) figures.totalMb = totalMb;
           if (database) await settled(BENCH_ADMIN_URL, database);
           const nodeAfter = child.pid === undefined ? undefined : cpuSeconds(child.pid);
           const pgAfter = database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined;
+          const treeAfter = dir ? managedPostgresCpu(dir) : undefined;
           cpu = {
             node: nodeBefore !== undefined && nodeAfter !== undefined ? nodeAfter - nodeBefore : undefined,
-            postgres: pgBefore && pgAfter ? backendCpu(pgBefore, pgAfter) : undefined,
+            postgres:
+              pgBefore && pgAfter
+                ? backendCpu(pgBefore.backends, pgAfter.backends)
+                : treeBefore && treeAfter
+                  ? backendCpu(treeBefore, treeAfter)
+                  : undefined,
           };
           figures.peakRssMb = child.pid === undefined ? undefined : peakRssMb(child.pid);
         } finally {
@@ -353,6 +401,9 @@ async function main(): Promise<void> {
       non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
       errors: runs.reduce((n, r) => n + r.errors, 0),
       peakRssMb: medianOf(runs.map((r) => r.peakRssMb)),
+      postgresRssMb: medianOf(runs.map((r) => r.postgres?.rssMb)),
+      postgresPssMb: medianOf(runs.map((r) => r.postgres?.pssMb)),
+      totalMb: medianOf(runs.map((r) => r.totalMb)),
       nodeMs: medianOf(runs.map((r) => r.costs?.nodeMs)),
       postgresMs: medianOf(runs.map((r) => r.costs?.postgresMs)),
       rows: medianOf(runs.map((r) => r.costs?.rows)),
@@ -365,12 +416,19 @@ async function main(): Promise<void> {
     `\n${rounds > 1 ? `medians of ${rounds} rounds` : 'one round'}; "bare" persists nothing, "durable" is the minimal durable reference route`,
   );
   console.log(
-    'target     req/s     p50 ms  p99 ms  / bare  / durable  2xx       non-2xx  errors  peak RSS MB',
+    'target     req/s     p50 ms  p99 ms  / bare  / durable  2xx       non-2xx  errors  peak RSS MB  PostgreSQL peak RSS/PSS MB  hookline+PG peak MB',
   );
   for (const r of summary) {
+    const pgMem =
+      r.postgresRssMb !== undefined && r.postgresPssMb !== undefined
+        ? `${r.postgresRssMb.toFixed(0)} / ${r.postgresPssMb.toFixed(0)}`
+        : 'n/a';
     console.log(
-      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio(r.target, 'bare').padStart(6)}  ${ratio(r.target, 'durable').padStart(8)}  ${r.ok.toFixed(0).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${r.peakRssMb === undefined ? 'n/a' : r.peakRssMb.toFixed(0).padStart(11)}`,
+      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio(r.target, 'bare').padStart(6)}  ${ratio(r.target, 'durable').padStart(8)}  ${r.ok.toFixed(0).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${r.peakRssMb === undefined ? 'n/a' : r.peakRssMb.toFixed(0).padStart(11)}  ${pgMem.padStart(26)}  ${r.totalMb === undefined ? 'n/a' : r.totalMb.toFixed(0).padStart(19)}`,
     );
+  }
+  if (targets.includes('embedded') && targets.includes('postgres')) {
+    console.log(`\nembedded / server mode, same run: ${ratio('embedded', 'postgres')} of the rate`);
   }
   console.log(
     '\nper delivery  CPU ms node  CPU ms PostgreSQL  rows inserted  WAL bytes  deliveries per commit',
@@ -385,7 +443,10 @@ async function main(): Promise<void> {
   );
   console.log(`\nload average at end: ${load()}`);
   console.log(
-    'targets: postgres >= 60% of durable (and >= 50% of bare) with p99 < 25 ms; embedded >= 25% of bare',
+    'targets: postgres >= 60% of durable (and >= 50% of bare) with p99 < 25 ms; embedded >= 90% of server mode; embedded peak: hookline < 250 MB, hookline + its PostgreSQL < 400 MB',
+  );
+  console.log(
+    'PostgreSQL RSS counts shared buffers once per process that touched them; PSS divides shared pages among their sharers (what the processes really hold); hookline+PG = hookline RSS + PostgreSQL PSS, sampled together',
   );
 }
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { sleep } from './wakeup.ts';
 
 /**
- * PostgreSQL only: a connection of its own LISTENs on the store's channel, so an append committed
+ * A connection of its own LISTENs on the store's channel, so an append committed
  * by another process wakes this one's `$all` reader at once instead of at its next poll (each
  * append transaction NOTIFYs, es_append_batch). The connection is opened with the pool's settings
  * but outside the pool: it never takes one of the pool's connections from queries, and never waits
