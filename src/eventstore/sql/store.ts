@@ -152,6 +152,7 @@ export async function createSqlEventStore(
     channel,
     instance,
     () => wakeup.fire(),
+    () => wakeup.nudge(),
     (err) => onError(err, 'listen'),
   );
 
