@@ -95,12 +95,19 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
-  await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
+  // Webhook signing secrets are sealed by a vend or create_webhook (MCP) and opened by the ingest route.
+  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
+  await app.register(
+    createApiRoutes({
+      runtime,
+      auth: operatorAuth,
+      recorder: ingestion.recorder,
+      seal: (secret, webhookId) => secretBox.seal(secret, webhookId),
+    }),
+  );
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
-  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route.
-  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.

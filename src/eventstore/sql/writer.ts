@@ -52,7 +52,7 @@ type Outcome =
 
 export interface WriterOptions {
   readonly db: AnyDb;
-  /** Batches written at once on separate connections (1 on PGlite: it has one connection). */
+  /** Batches written at once on separate connections. */
   readonly maxInFlight: number;
   /** PostgreSQL: NOTIFY this channel inside each append transaction, to wake other processes' readers. */
   readonly notifyChannel: string | undefined;
