@@ -3,6 +3,7 @@ import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
 import { adminPlugin } from './http/admin.ts';
+import { createFriendsRoutes } from './http/api/friends.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
@@ -93,13 +94,16 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
-  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route.
+  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route;
+  // a friend endpoint's bearer is sealed at approval until its requester collects it.
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
-  const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
-  await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
+  await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
   const followUps = createFollowUps({ logger: runtime.logger });
   runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
+  // MCP per endpoint, doorbell, lease expiry; create_for hands todos over through the recorder.
+  const mcp = createMcp(runtime, live.hub, { secretBox, recorder: ingestion.recorder, followUps });
+  await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
   const receiver = createEndpointWebhookReceiver({
     store: runtime.store,
     clock: runtime.clock,

@@ -37,7 +37,8 @@ export const RULE_VERBS = [
   'remove_webhook_route',
 ] as const;
 
-export const OTHER_VERBS = ['create_for'] as const;
+/** Release 0.5.0: hand a todo across an approved friendship, and list those friendships. */
+export const OTHER_VERBS = ['create_for', 'list_friends'] as const;
 
 export const ALL_VERBS = [
   ...DRAIN_VERBS,
