@@ -4,10 +4,12 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { formatMb, peakRssMb } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
+import { wallMs } from './screens-clients.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -17,6 +19,13 @@ export interface SseInjection {
   /** From received_at to a plain $all subscriber in the server: the store's share of the latency. */
   readonly storeP50: number;
   readonly storeP99: number;
+  /** From received_at to the append's acknowledgement (durable): the group commit's part of it. */
+  readonly commitP50: number;
+  readonly commitP99: number;
+  /** When the plain subscriber got delivery id i + 1 (wall-clock ms, sub-ms precision; NaN: never). */
+  readonly subscriberAt: number[];
+  /** The server's event-loop delay during the injection, ms. */
+  readonly loopDelay: { readonly p50: number; readonly p99: number; readonly max: number };
 }
 
 /** The server's resident set now and its peak (VmHWM) so far, in MB. */
@@ -63,17 +72,26 @@ async function serve(databaseUrl: string): Promise<void> {
   // A second $all subscription, like the hub's: how long the store takes to hand a delivery to
   // a live subscriber, before any SSE work.
   const storeLatencies: number[] = [];
+  const commitLatencies: number[] = [];
+  let subscriberAt: number[] = [];
   const decoder = new TextDecoder();
   runtime.store
     .subscribeAll({ after: await runtime.store.headPosition(), filter: (e) => e.streamId === 'deliveries' })
     .subscribe((e) => {
+      const now = wallMs();
+      subscriberAt[Number(e.revision)] = now; // the delivery's id is its revision + 1
       const meta = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as { received_at: string };
-      storeLatencies.push(Date.now() - Date.parse(meta.received_at));
+      storeLatencies.push(now - Date.parse(meta.received_at));
     });
+  const loop = monitorEventLoopDelay({ resolution: 5 });
 
   const inject = async (rate: number, seconds: number): Promise<SseInjection> => {
     storeLatencies.length = 0;
+    commitLatencies.length = 0;
     const total = rate * seconds;
+    subscriberAt = new Array<number>(total).fill(Number.NaN);
+    loop.reset();
+    loop.enable();
     const started = performance.now();
     let sent = 0;
     const inflight = new Set<Promise<unknown>>();
@@ -81,6 +99,8 @@ async function serve(databaseUrl: string): Promise<void> {
       const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate));
       while (sent < due) {
         sent++;
+        // The recorder stamps received_at itself, just before the append: this is as close.
+        const asked = wallMs();
         const p = recorder
           .record({
             provider: 'codehost',
@@ -95,6 +115,7 @@ async function serve(databaseUrl: string): Promise<void> {
             headers: {},
             payload,
           })
+          .then(() => commitLatencies.push(wallMs() - asked))
           .finally(() => inflight.delete(p));
         inflight.add(p);
       }
@@ -103,9 +124,21 @@ async function serve(databaseUrl: string): Promise<void> {
     await Promise.all(inflight);
     const elapsed = (performance.now() - started) / 1000;
     while (storeLatencies.length < sent) await new Promise((r) => setTimeout(r, 20));
-    const sorted = [...storeLatencies].sort((a, b) => a - b);
-    const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)]!;
-    return { sent, seconds: elapsed, storeP50: at(0.5), storeP99: at(0.99) };
+    loop.disable();
+    const percentile = (xs: number[], p: number) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)]! * 10) / 10;
+    };
+    return {
+      sent,
+      seconds: elapsed,
+      storeP50: percentile(storeLatencies, 0.5),
+      storeP99: percentile(storeLatencies, 0.99),
+      commitP50: percentile(commitLatencies, 0.5),
+      commitP99: percentile(commitLatencies, 0.99),
+      subscriberAt,
+      loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+    };
   };
 
   process.on('message', async (m: Command) => {

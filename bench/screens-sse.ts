@@ -2,121 +2,109 @@
  * The SSE half of `bench/screens.ts`: N clients on GET /events while the server records
  * deliveries at a fixed rate; latency from each delivery's received_at to its arrival at each
  * client, and a check that every client got every delivery exactly once.
+ *
+ * The clients run in worker threads (bench/screens-clients.ts), in two groups with an event loop
+ * each: the load (all clients but the probes) and a few probe clients whose loop has little to do.
+ * Where the load's latency exceeds the probes', the difference is the load generator's own delay,
+ * not the server's. Each group reports its event-loop delay beside its latencies.
  */
-import http from 'node:http';
-import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
+import { Worker } from 'node:worker_threads';
+import { type GroupInit, type GroupResult, Histogram, type ToGroup } from './screens-clients.ts';
+import {
+  formatMemory,
+  type Memory,
+  retentionOff,
+  type SseInjection,
+  startServer,
+  withDatabase,
+} from './screens-server.ts';
 
-/** Latencies in a 0.1 ms histogram up to 60 s: millions of samples in fixed memory. */
-class Histogram {
-  readonly buckets = new Uint32Array(600_001);
-  count = 0;
-  max = 0;
-  add(ms: number) {
-    const v = Math.max(0, ms);
-    this.buckets[Math.min(600_000, Math.round(v * 10))]!++;
-    this.count++;
-    if (v > this.max) this.max = v;
-  }
-  percentile(p: number): number {
-    const target = Math.ceil(this.count * p);
-    let seen = 0;
-    for (let i = 0; i < this.buckets.length; i++) {
-      seen += this.buckets[i]!;
-      if (seen >= target) return i / 10;
-    }
-    return this.max;
-  }
+const CLIENTS_SCRIPT = new URL('./screens-clients.ts', import.meta.url);
+
+interface Group {
+  readonly name: string;
+  readonly worker: Worker;
+  readonly ready: Promise<number>;
+  result(): Promise<GroupResult>;
 }
 
-interface SseClient {
-  received: number;
-  duplicates: number;
-  lastId: number;
-  ready: boolean;
-  destroy(): void;
-}
-
-const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
-const MARK = '"received_at":"';
-const ID_MARK = '"id":';
-const receivedAtById = new Map<number, number>();
-
-/** A minimal SSE reader: counts `event-received` frames and measures each one's latency. */
-function sseClient(url: string, histogram: Histogram): Promise<SseClient> {
-  return new Promise((resolve, reject) => {
-    const client: SseClient = {
-      received: 0,
-      duplicates: 0,
-      lastId: 0,
-      ready: false,
-      destroy: () => req.destroy(),
-    };
-    let buffer = '';
-    const req = http.get(`${url}/events`, { agent }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const now = Date.now();
-        buffer += chunk;
-        const end = buffer.lastIndexOf('\n\n');
-        if (end < 0) return;
-        const complete = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (!client.ready && complete.includes('event: ready')) {
-          client.ready = true;
-          resolve(client);
-        }
-        let at = complete.indexOf('event: event-received');
-        while (at >= 0) {
-          const idAt = complete.indexOf(ID_MARK, at) + ID_MARK.length;
-          const id = Number(complete.slice(idAt, complete.indexOf(',', idAt)));
-          if (id <= client.lastId) client.duplicates++;
-          else client.lastId = id;
-          // Every client gets the same deliveries: read each one's received_at once.
-          let receivedAt = receivedAtById.get(id);
-          if (receivedAt === undefined) {
-            const t = complete.indexOf(MARK, at) + MARK.length;
-            receivedAt = Date.parse(complete.slice(t, t + 24));
-            receivedAtById.set(id, receivedAt);
-          }
-          histogram.add(now - receivedAt);
-          client.received++;
-          at = complete.indexOf('event: event-received', idAt);
-        }
-      });
+function startGroup(name: string, init: GroupInit): Group {
+  const worker = new Worker(CLIENTS_SCRIPT, { workerData: { screensClients: init } });
+  const message = <T>(key: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: Record<string, unknown>) => {
+        if (!(key in m)) return;
+        worker.off('message', onMessage);
+        worker.off('error', reject);
+        resolve(m[key] as T);
+      };
+      worker.on('message', onMessage);
+      worker.once('error', reject);
     });
-    req.on('error', (err) => {
-      if (!client.ready) reject(err);
-    });
-  });
+  const ready = message<number>('ready');
+  return {
+    name,
+    worker,
+    ready,
+    async result() {
+      const r = await message<GroupResult>('result');
+      // Structured clone keeps the fields, not the class.
+      const revive = (h: Histogram) => new Histogram(h.buckets, h.count, h.max);
+      return { ...r, endToEnd: revive(r.endToEnd), fromSubscriber: revive(r.fromSubscriber) };
+    },
+  };
 }
 
-export async function sseBench(clients: number, rate: number, seconds: number): Promise<void> {
+const ms = (n: number) => n.toFixed(1);
+
+function describe(name: string, r: GroupResult): string {
+  const e = r.endToEnd;
+  const s = r.fromSubscriber;
+  return [
+    `  ${name} (${r.clients} clients, own event loop): received_at to client p50 ${ms(e.percentile(0.5))} ms, p99 ${ms(e.percentile(0.99))} ms, max ${e.max.toFixed(0)} ms`,
+    `    subscriber to client p50 ${ms(s.percentile(0.5))} ms, p99 ${ms(s.percentile(0.99))} ms; event-loop delay p50 ${ms(r.loopDelay.p50)} ms, p99 ${ms(r.loopDelay.p99)} ms, max ${ms(r.loopDelay.max)} ms`,
+  ].join('\n');
+}
+
+export async function sseBench(
+  clients: number,
+  rate: number,
+  seconds: number,
+  probes: number,
+): Promise<void> {
+  const probeCount = Math.min(probes, Math.max(0, clients - 1));
   await withDatabase(async (databaseUrl) => {
     const server = await startServer(databaseUrl);
+    const total = rate * seconds;
+    const groups: Group[] = [];
     try {
       await retentionOff(server.url);
-      const histogram = new Histogram();
-      const connected: SseClient[] = [];
-      for (let i = 0; i < clients; i += 50) {
-        const batch = await Promise.all(
-          Array.from({ length: Math.min(50, clients - i) }, () => sseClient(server.url, histogram)),
-        );
-        connected.push(...batch);
-      }
-      console.log(`sse: ${connected.length} clients connected; recording ${rate}/s for ${seconds} s`);
+      groups.push(startGroup('load', { url: server.url, clients: clients - probeCount, total }));
+      if (probeCount > 0) groups.push(startGroup('probe', { url: server.url, clients: probeCount, total }));
+      const connected = (await Promise.all(groups.map((g) => g.ready))).reduce((a, b) => a + b, 0);
+      console.log(
+        `sse: ${connected} clients connected (${clients - probeCount} load, ${probeCount} probe); recording ${rate}/s for ${seconds} s`,
+      );
       const serverCpu0 = await server.request<NodeJS.CpuUsage>({ cmd: 'cpu' }, 'cpu');
       const ownCpu0 = process.cpuUsage();
       const wall0 = performance.now();
-      const injected = await server.request<{
-        sent: number;
-        seconds: number;
-        storeP50: number;
-        storeP99: number;
-      }>({ cmd: 'inject', rate, seconds }, 'injected');
-      const deadline = Date.now() + 10_000;
-      while (connected.some((c) => c.received < injected.sent) && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      for (const g of groups) g.worker.postMessage({ cmd: 'start' } satisfies ToGroup);
+      const injected = await server.request<SseInjection>({ cmd: 'inject', rate, seconds }, 'injected');
+      // JSON over IPC turns NaN into null.
+      const subscriberAt = Float64Array.from(injected.subscriberAt, (t) => (t === null ? Number.NaN : t));
+      const finish: ToGroup = {
+        cmd: 'finish',
+        sent: injected.sent,
+        subscriberAt,
+        deadline: Date.now() + 10_000,
+      };
+      const results = await Promise.all(
+        groups.map((g) => {
+          const r = g.result();
+          g.worker.postMessage(finish);
+          return r;
+        }),
+      );
       const wall = (performance.now() - wall0) / 1000;
       const serverCpu1 = await server.request<NodeJS.CpuUsage>({ cmd: 'cpu' }, 'cpu');
       const serverBusy =
@@ -124,19 +112,31 @@ export async function sseBench(clients: number, rate: number, seconds: number): 
       const own = process.cpuUsage(ownCpu0);
       const clientBusy = (own.user + own.system) / 1e6 / wall;
       const memory = await server.request<Memory>({ cmd: 'memory' }, 'memory');
-      const complete = connected.filter((c) => c.received === injected.sent).length;
-      const duplicates = connected.reduce((n, c) => n + c.duplicates, 0);
-      for (const c of connected) c.destroy();
+
+      const all = new Histogram();
+      const allFromSubscriber = new Histogram();
+      for (const r of results) {
+        all.merge(r.endToEnd);
+        allFromSubscriber.merge(r.fromSubscriber);
+      }
+      const complete = results.reduce((n, r) => n + r.complete, 0);
+      const duplicates = results.reduce((n, r) => n + r.duplicates, 0);
+      const l = injected.loopDelay;
       console.log(
         [
           `sse: ${injected.sent} deliveries in ${injected.seconds.toFixed(1)} s (${Math.round(injected.sent / injected.seconds)}/s) to ${clients} clients`,
-          `  latency p50 ${histogram.percentile(0.5).toFixed(1)} ms, p99 ${histogram.percentile(0.99).toFixed(1)} ms, max ${histogram.max.toFixed(0)} ms over ${histogram.count} receptions`,
-          `  of which the store's live subscription (append to subscriber): p50 ${injected.storeP50} ms, p99 ${injected.storeP99} ms`,
+          `  latency p50 ${ms(all.percentile(0.5))} ms, p99 ${ms(all.percentile(0.99))} ms, max ${all.max.toFixed(0)} ms over ${all.count} receptions`,
+          `  append to durable (group commit): p50 ${injected.commitP50} ms, p99 ${injected.commitP99} ms`,
+          `  append to subscriber (the store's live subscription): p50 ${injected.storeP50} ms, p99 ${injected.storeP99} ms`,
+          `  subscriber to client (hub, SSE writes, client): p50 ${ms(allFromSubscriber.percentile(0.5))} ms, p99 ${ms(allFromSubscriber.percentile(0.99))} ms`,
+          `  server event-loop delay p50 ${ms(l.p50)} ms, p99 ${ms(l.p99)} ms, max ${ms(l.max)} ms`,
+          ...results.map((r, i) => describe(groups[i]!.name, r)),
           `  clients with every delivery: ${complete}/${clients}; duplicates: ${duplicates}`,
           `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; ${formatMemory(memory)}`,
         ].join('\n'),
       );
     } finally {
+      await Promise.all(groups.map((g) => g.worker.terminate()));
       server.child.send({ cmd: 'stop' });
       await new Promise((r) => server.child.once('exit', r));
     }

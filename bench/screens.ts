@@ -4,13 +4,16 @@
  * 1. SSE fan-out: N clients (default 1,000) connected to GET /events while deliveries are
  *    recorded at R per second (default 500) for S seconds; latency is the time from a delivery's
  *    received_at (stamped by the recorder just before the append) to its arrival at each client.
- *    Prints p50/p99/max and checks that every client got every delivery exactly once.
+ *    Prints p50/p99/max and checks that every client got every delivery exactly once; beside it
+ *    the parts (append to durable, append to the store's live subscriber, subscriber to client)
+ *    and the event-loop delay of the server and of each client group: the clients run in worker
+ *    threads, PROBES of them (default 10) in a group of their own whose loop has little to do.
  * 2. The log: log_events seeded with ROWS rows (default 1,000,000) by one generate_series insert;
  *    then GET /log with each filter (htmx fragment) and the full page, p50/p95 over Q requests.
  *
- * The server runs in a child process (its own event loop), the clients and the timer here.
- * `npm run bench:screens [-- --clients 1000 --rate 500 --seconds 10 --rows 1000000 --requests 200
- *   --only sse|log]`. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * The server runs in a child process (its own event loop), the clients in worker threads.
+ * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --rows 1000000
+ *   --requests 200 --only sse|log]`. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -21,6 +24,7 @@ import { sseBench } from './screens-sse.ts';
 const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '1000' },
+    probes: { type: 'string', default: '10' },
     rate: { type: 'string', default: '500' },
     seconds: { type: 'string', default: '10' },
     rows: { type: 'string', default: '1000000' },
@@ -109,6 +113,6 @@ const load = () =>
     .join(' ');
 console.log(`load average ${load()} on ${os.cpus().length} cores`);
 if (!args.only || args.only === 'sse')
-  await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds));
+  await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds), Number(args.probes));
 if (!args.only || args.only === 'log') await logBench();
 console.log(`load average ${load()}`);

@@ -8,7 +8,7 @@ import { createTodoTables, type TodosTable } from './todos.table.ts';
 
 export const todosProjection: Projection = {
   name: 'todos',
-  version: 1,
+  version: 2,
   tables: ['todos'],
   createTables: createTodoTables,
   handles: (e) => e.streamId.startsWith('todo-') && isOneOfTypes(TODO_EVENT_TYPES, e.type),
@@ -66,6 +66,7 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
       await update(d.todo_id, d.claimed_at, {
         state: 'claimed',
         claimed_by: d.lease_id,
+        holder_session: d.session_id,
         lease_expires_at: new Date(d.lease_expires_at),
       });
       return;
@@ -79,6 +80,7 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
       await update(event.data.todo_id, event.data.released_at, {
         state: 'pending',
         claimed_by: null,
+        holder_session: null,
         lease_expires_at: null,
       });
       return;
@@ -86,6 +88,7 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
       await update(event.data.todo_id, event.data.expired_at, {
         state: 'pending',
         claimed_by: null,
+        holder_session: null,
         lease_expires_at: null,
       });
       return;
@@ -93,6 +96,7 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
       await update(event.data.todo_id, event.data.completed_at, {
         state: 'completed',
         claimed_by: null,
+        holder_session: null,
         lease_expires_at: null,
         ended_at: new Date(event.data.completed_at),
       });
@@ -102,8 +106,11 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
       await update(d.todo_id, d.failed_at, {
         state: d.final ? 'failed' : 'pending',
         claimed_by: null,
+        holder_session: null,
         lease_expires_at: null,
         ended_at: d.final ? new Date(d.failed_at) : null,
+        attempts: d.attempt,
+        last_error: d.reason,
       });
       return;
     }

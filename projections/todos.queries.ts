@@ -160,3 +160,61 @@ export async function todoTitles(db: Kysely<Database>, ids: readonly string[]): 
     .execute();
   return new Map(rows.map((r) => [r.id, r.title]));
 }
+
+/** How many todos each of an operator's queues holds, by state (the console's agents screen). */
+export async function operatorQueueCounts(
+  db: Kysely<Database>,
+  operator: string,
+): Promise<
+  { readonly endpoint_id: string; readonly queue: string; readonly state: string; readonly n: number }[]
+> {
+  const rows = await db
+    .selectFrom('todos')
+    .select(['endpoint_id', 'queue', 'state'])
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('operator', '=', operator)
+    .groupBy(['endpoint_id', 'queue', 'state'])
+    .execute();
+  return rows.map((r) => ({ endpoint_id: r.endpoint_id, queue: r.queue, state: r.state, n: Number(r.n) }));
+}
+
+/**
+ * One page of an operator's todos, newest first, before a (created_at, id) cursor: the console's
+ * todo list, optionally one endpoint's queue and one state.
+ */
+export function pageOperatorTodos(
+  db: Kysely<Database>,
+  filter: {
+    readonly operator: string;
+    readonly endpointId?: string | undefined;
+    readonly queue?: string | undefined;
+    readonly state?: string | undefined;
+    readonly before?: { readonly at: Date; readonly id: string } | undefined;
+    readonly limit: number;
+  },
+) {
+  let q = db
+    .selectFrom('todos')
+    .select([
+      'id',
+      'slug',
+      'queue',
+      'kind',
+      'state',
+      'title',
+      'created_at',
+      'updated_at',
+      'lease_expires_at',
+      'holder_session',
+      'attempts',
+      'last_error',
+      'event_id',
+    ])
+    .where('operator', '=', filter.operator);
+  if (filter.endpointId) q = q.where('endpoint_id', '=', filter.endpointId);
+  if (filter.queue) q = q.where('queue', '=', filter.queue);
+  if (filter.state) q = q.where('state', '=', filter.state);
+  const before = filter.before;
+  if (before) q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(before.at, before.id)));
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
+}

@@ -24,6 +24,11 @@ export interface TodosTable {
   claimed_by: string | null;
   lease_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   ended_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The MCP session of the current claim, for the operator's eyes (the lease id stays secret). */
+  holder_session: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Failed attempts so far, and the reason of the newest failure (the console's todo screens). */
+  attempts: ColumnType<number, number | undefined, number>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface TodoTables {
@@ -55,6 +60,9 @@ export async function createTodoTables(db: Pick<Kysely<unknown>, 'schema'>): Pro
     .addColumn('claimed_by', 'text')
     .addColumn('lease_expires_at', 'timestamptz')
     .addColumn('ended_at', 'timestamptz')
+    .addColumn('holder_session', 'text')
+    .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('last_error', 'text')
     .execute();
   await db.schema
     .createIndex('todos_queue_idx')
@@ -68,5 +76,12 @@ export async function createTodoTables(db: Pick<Kysely<unknown>, 'schema'>): Pro
     .ifNotExists()
     .on('todos')
     .columns(['state', 'lease_expires_at'])
+    .execute();
+  // The console's todo list: an operator's todos, newest first.
+  await db.schema
+    .createIndex('todos_operator_idx')
+    .ifNotExists()
+    .on('todos')
+    .columns(['operator', 'created_at', 'id'])
     .execute();
 }

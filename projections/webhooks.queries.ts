@@ -47,3 +47,18 @@ export async function webhookNames(
     .execute();
   return new Map(rows.map((r) => [r.id, r.name]));
 }
+
+/** An operator's webhooks, oldest first (the console's webhooks screen). */
+export function listOperatorWebhooks(db: Kysely<Database>, operator: string): Promise<WebhookRow[]> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('operator', '=', operator)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export function findWebhook(db: Kysely<Database>, id: string): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+}

@@ -119,6 +119,11 @@ export function streamPlugin(deps: StreamDeps) {
           const frame = sseFrame('status', status);
           for (const client of clients) client.writer.send(frame);
         }),
+        // A bare signal (no id, no data of anyone's): the console's todo screens fetch their rows.
+        hub.todoChanges$.subscribe(() => {
+          const frame = sseFrame('todos-changed', {});
+          for (const client of clients) client.writer.send(frame);
+        }),
       );
       const keepAlive = setInterval(() => {
         for (const client of clients) client.writer.send(': keep-alive\n\n');

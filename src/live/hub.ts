@@ -1,5 +1,6 @@
 import { type Observable, Subject, type Subscription } from 'rxjs';
 import type { Clock } from '../clock.ts';
+import { TODO_EVENT_TYPES } from '../domain/todo/events.ts';
 import type { EventStore, Position, RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 import type { Connection, StatusSnapshot } from './status.ts';
@@ -15,11 +16,14 @@ export interface LiveHubOptions {
    * so 1,000 clients cost one socket write each per burst instead of one per delivery.
    */
   readonly batchWindowMs?: number;
+  /** Todo moves are announced at most this often, each once the read models have applied them. */
+  readonly todoWindowMs?: number;
 }
 
 export const DEFAULT_ACTIVITY_WINDOW_MS = 60_000;
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 export const DEFAULT_BATCH_WINDOW_MS = 20;
+export const DEFAULT_TODO_WINDOW_MS = 100;
 
 export interface LiveHubDeps {
   readonly store: EventStore;
@@ -49,6 +53,12 @@ export interface LiveHub {
   readonly status$: Observable<StatusSnapshot>;
   /** Every `DoorbellRung` (streams `doorbell-<endpoint id>`): the MCP doorbells listen here. */
   readonly doorbells$: Observable<RecordedEvent>;
+  /**
+   * A todo was created or moved (claimed, released, completed, …), coalesced and emitted once the
+   * read models have it: the console's todo screens fetch their rows again. It says nothing of
+   * whose todo it was; each screen reads its own human's rows.
+   */
+  readonly todoChanges$: Observable<Position>;
   connection(): Connection;
   /** A snapshot as of now: the cached one unless a delivery arrived since it was read. */
   status(): Promise<StatusSnapshot>;
@@ -63,6 +73,9 @@ export interface LiveHub {
 const isDoorbell = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
   e.type === 'DoorbellRung' && e.streamId.startsWith('doorbell-');
 
+const isTodoMove = (e: Pick<RecordedEvent, 'streamId' | 'type'>): boolean =>
+  e.streamId.startsWith('todo-') && (TODO_EVENT_TYPES as readonly string[]).includes(e.type);
+
 const REPLAY_PAGE = 500;
 /** Other streams' events interleave in `$all`; a replay reads at most this many per delivery allowed. */
 const REPLAY_SCAN_FACTOR = 20;
@@ -71,12 +84,14 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
   const windowMs = options.activityWindowMs ?? DEFAULT_ACTIVITY_WINDOW_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const batchWindowMs = options.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
+  const todoWindowMs = options.todoWindowMs ?? DEFAULT_TODO_WINDOW_MS;
   const { store, clock, logger } = deps;
 
   const deliveries = new Subject<LiveDelivery>();
   const batches = new Subject<readonly LiveDelivery[]>();
   const statuses = new Subject<StatusSnapshot>();
   const doorbells = new Subject<RecordedEvent>();
+  const todoChanges = new Subject<Position>();
 
   let subscription: Subscription | undefined;
   let lastPosition: Position | undefined;
@@ -94,6 +109,9 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
   let computing: Promise<StatusSnapshot> | undefined;
   let recomputeAfter = false;
   let running = false;
+  let todoLatest: Position | undefined;
+  let todoTimer: NodeJS.Timeout | undefined;
+  let todoSettling = false;
 
   const flush = (): void => {
     flushScheduled = false;
@@ -169,11 +187,39 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
     scheduleIdle();
   };
 
+  const announceTodos = async (): Promise<void> => {
+    todoTimer = undefined;
+    const at = todoLatest;
+    if (at === undefined || !running) return;
+    todoSettling = true;
+    // The screens read the todos read model when told: let it apply the move first.
+    if (deps.settle) await deps.settle(at).catch(() => {});
+    todoSettling = false;
+    if (!running) return;
+    todoChanges.next(at);
+    if (todoLatest === at) todoLatest = undefined;
+    else scheduleTodos();
+  };
+
+  const scheduleTodos = (): void => {
+    if (todoTimer || todoSettling || !running) return;
+    todoTimer = setTimeout(() => void announceTodos(), todoWindowMs);
+    todoTimer.unref();
+  };
+
+  const onTodoMove = (position: Position): void => {
+    todoLatest = position;
+    scheduleTodos();
+  };
+
   const follow = (after: Position): void => {
-    subscription = store.subscribeAll({ after, filter: (e) => isDelivery(e) || isDoorbell(e) }).subscribe({
+    const filter = (e: Pick<RecordedEvent, 'streamId' | 'type'>) =>
+      isDelivery(e) || isDoorbell(e) || isTodoMove(e);
+    subscription = store.subscribeAll({ after, filter }).subscribe({
       next: (e) => {
         lastPosition = e.position;
         if (isDoorbell(e)) return doorbells.next(e);
+        if (isTodoMove(e)) return onTodoMove(e.position);
         const summary = toEventSummary(e);
         if (summary) onDelivery({ position: e.position, summary });
       },
@@ -195,6 +241,7 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
     batches$: batches.asObservable(),
     status$: statuses.asObservable(),
     doorbells$: doorbells.asObservable(),
+    todoChanges$: todoChanges.asObservable(),
     connection: () => state,
     // Concurrent callers share one read; a snapshot older than the newest delivery is read again.
     status: () => (cached && !stale ? Promise.resolve(cached) : compute()),
@@ -260,12 +307,14 @@ export function createLiveHub(deps: LiveHubDeps, options: LiveHubOptions = {}): 
       clearTimeout(idleTimer);
       clearTimeout(retryTimer);
       clearInterval(heartbeat);
+      clearTimeout(todoTimer);
       idleTimer = undefined;
       flush();
       deliveries.complete();
       batches.complete();
       statuses.complete();
       doorbells.complete();
+      todoChanges.complete();
       await computing?.catch(() => {});
     },
   };

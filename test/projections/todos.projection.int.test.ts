@@ -3,6 +3,8 @@ import { todosProjection } from '../../projections/todos.projection.ts';
 import {
   expiredLeases,
   findTodo,
+  operatorQueueCounts,
+  pageOperatorTodos,
   pageTodos,
   pendingCandidates,
   queueCounts,
@@ -99,6 +101,53 @@ describe.runIf(await postgresAvailable())('todos read model: given events, then 
       });
   });
 
+  it('gives the console an operator’s queue counts by state and its todos newest first, with the lease holder', async () => {
+    await spec
+      .given(
+        created('td_a', 'inbox', 'operator', 1),
+        created('td_b', 'inbox', 'operator', 2),
+        created('td_c', 'later', 'operator', 3),
+        recorded('todo-td_a', {
+          type: 'TodoClaimed',
+          data: {
+            todo_id: 'td_a',
+            endpoint_id: 'ep_1',
+            lease_id: 'ls_a',
+            session_id: 'sess-1',
+            claimed_at: t(10),
+            lease_expires_at: t(70),
+          },
+        }),
+      )
+      .thenRows(async (db) => {
+        expect(await operatorQueueCounts(db, 'admin')).toEqual(
+          expect.arrayContaining([
+            { endpoint_id: 'ep_1', queue: 'inbox', state: 'claimed', n: 1 },
+            { endpoint_id: 'ep_1', queue: 'inbox', state: 'pending', n: 1 },
+            { endpoint_id: 'ep_1', queue: 'later', state: 'pending', n: 1 },
+          ]),
+        );
+        expect(await operatorQueueCounts(db, 'someone-else')).toEqual([]);
+        const all = await pageOperatorTodos(db, { operator: 'admin', limit: 10 });
+        expect(all.map((r) => r.id)).toEqual(['td_c', 'td_b', 'td_a']);
+        expect(all[2]).toMatchObject({ holder_session: 'sess-1', attempts: 0, last_error: null });
+        const inbox = await pageOperatorTodos(db, {
+          operator: 'admin',
+          endpointId: 'ep_1',
+          queue: 'inbox',
+          state: 'pending',
+          limit: 10,
+        });
+        expect(inbox.map((r) => r.id)).toEqual(['td_b']);
+        const older = await pageOperatorTodos(db, {
+          operator: 'admin',
+          before: { at: new Date(t(3)), id: 'td_c' },
+          limit: 1,
+        });
+        expect(older.map((r) => r.id)).toEqual(['td_b']);
+      });
+  });
+
   it('a failure that is not final returns the todo to pending', async () => {
     await spec
       .given(
@@ -120,7 +169,13 @@ describe.runIf(await postgresAvailable())('todos read model: given events, then 
         created('td_q', 'quarantine', 'operator'),
       )
       .thenRows(async (db) => {
-        expect(await findTodo(db, 'td_1')).toMatchObject({ state: 'pending', ended_at: null });
+        expect(await findTodo(db, 'td_1')).toMatchObject({
+          state: 'pending',
+          ended_at: null,
+          attempts: 1,
+          last_error: 'flaky',
+          holder_session: null,
+        });
         expect(await todosUsingQueue(db, 'quarantine')).toEqual(['td_q']);
       });
   });

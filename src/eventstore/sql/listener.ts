@@ -1,10 +1,13 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { sleep } from './wakeup.ts';
 
 /**
- * PostgreSQL only: one pooled connection LISTENs on the store's channel so appends committed by
- * other processes wake this one's readers. A lost connection is replaced with backoff, and the
- * readers are woken after each (re)connect since notifications may have been missed meanwhile.
+ * PostgreSQL only: a connection of its own LISTENs on the store's channel, so an append committed
+ * by another process wakes this one's `$all` reader at once instead of at its next poll (each
+ * append transaction NOTIFYs, es_append_batch). The connection is opened with the pool's settings
+ * but outside the pool: it never takes one of the pool's connections from queries, and never waits
+ * for one when the pool is busy. A lost connection is replaced with backoff, and the readers are
+ * woken after each (re)connect since notifications may have been missed meanwhile.
  */
 export interface NotifyListener {
   stop(): Promise<void>;
@@ -18,48 +21,49 @@ export function startNotifyListener(
   onError: (err: unknown) => void,
 ): NotifyListener {
   const stopping = new AbortController();
-  let current: { readonly release: (err: unknown) => boolean } | undefined;
+  let current: { readonly close: () => void } | undefined;
   let running: Promise<void> = Promise.resolve();
 
   const listen = async (): Promise<void> => {
     let backoff = 100;
     while (!stopping.signal.aborted) {
-      let released = false;
-      let client: pg.PoolClient | undefined;
+      let closed = false;
+      // The pool's own settings (address, keepalive, timeouts) and Client class, on a client of its own.
+      const client = new pg.Client(pool.options);
       // Exactly once per client: 'error', 'end', a failed LISTEN and stop() may all report it.
-      const release = (err: unknown): boolean => {
-        if (released || !client) return false;
-        released = true;
+      const close = (): boolean => {
+        if (closed) return false;
+        closed = true;
         current = undefined;
-        // Destroyed rather than returned: a pooled connection must not keep listening.
-        client.release(err instanceof Error ? err : true);
+        client.end().catch(() => {});
         return true;
       };
+      const lost = (err: unknown) => {
+        if (close() && !stopping.signal.aborted) {
+          onError(err);
+          running = listen();
+        }
+      };
+      client.on('error', () => {}); // a failed connect rejects below; nothing may go unheard meanwhile
+      client.on('notification', (m) => {
+        // Our own commits already woke the readers in-process.
+        if (m.channel === channel && m.payload !== ownPayload) onWake();
+      });
       try {
-        client = await pool.connect();
-        const lost = (err: unknown) => {
-          if (release(err) && !stopping.signal.aborted) {
-            onError(err);
-            running = listen();
-          }
-        };
-        client.on('notification', (m) => {
-          // Our own commits already woke the readers in-process.
-          if (m.channel === channel && m.payload !== ownPayload) onWake();
-        });
+        await client.connect();
         client.on('error', lost);
         client.on('end', () => lost(new Error('Connection ended')));
         await client.query(`listen "${channel}"`);
-        if (released) return; // lost meanwhile: `lost` started the next attempt
+        if (closed) return; // lost meanwhile: `lost` started the next attempt
         if (stopping.signal.aborted) {
-          release(true);
+          close();
           return;
         }
-        current = { release };
+        current = { close };
         onWake();
         return;
       } catch (err) {
-        if (client && !release(err)) return; // `lost` already started the next attempt
+        if (!close()) return; // `lost` already started the next attempt
         if (stopping.signal.aborted) return;
         onError(err);
         await sleep(backoff, stopping.signal);
@@ -73,7 +77,7 @@ export function startNotifyListener(
     async stop() {
       stopping.abort();
       await running;
-      current?.release(true);
+      current?.close();
     },
   };
 }

@@ -31,6 +31,9 @@ export interface TailDeps {
   readonly onError: (err: unknown) => void;
 }
 
+/** How long a wake-up that found nothing keeps the reader looking (see run()); then the poll. */
+const NOTIFIED_HIDDEN_MS = 1000;
+
 export function createLiveTail(deps: TailDeps): LiveTail {
   const sinks = new Set<TailSink>();
   let running = false;
@@ -84,10 +87,15 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         const own = deps.wakeup.committed;
         const behindOwn =
           own !== undefined && position !== undefined && compareSqlPositions(position, own) < 0;
-        if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < deps.pollMs) {
+        // Behind our own commit, there is something to read: until the poll would have found it.
+        // After a wake-up that found nothing (another process's commit, hidden; or the listener's
+        // reconnect, which finds nothing at all) only for a while: the poll is the fallback.
+        const hiddenBound = behindOwn ? deps.pollMs : Math.min(deps.pollMs, NOTIFIED_HIDDEN_MS);
+        if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < hiddenBound) {
           const wait = Math.min(Math.max(2, hiddenFor), 50);
           hiddenFor += wait;
-          await sleep(wait, deps.closed);
+          // A commit from now on (often the very transaction that hid ours) cuts the wait short.
+          await deps.wakeup.wait(deps.wakeup.seq, wait, deps.closed);
           continue;
         }
         hiddenFor = 0;

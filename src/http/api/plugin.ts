@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { listAgents } from '../../../projections/agents.queries.ts';
 import { listEndpoints } from '../../../projections/endpoints.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
-import { ALL_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
+import { DEFAULT_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
 import { revokeEndpoint } from '../../endpoints/revoke.ts';
 import { vendEndpoint } from '../../endpoints/vend.ts';
 import { HooklineError } from '../../errors.ts';
@@ -126,7 +126,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
           human: p.human,
           name: body.name,
           queue: body.queue,
-          verbs: body.verbs ? normalizeVerbs(body.verbs) : [...ALL_VERBS],
+          verbs: body.verbs ? normalizeVerbs(body.verbs) : [...DEFAULT_VERBS],
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
           replayTargets: body.replay_targets ?? [],
         },

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { EndpointRow } from '../../../projections/endpoints.table.ts';
 import type { EndpointState } from '../../domain/endpoint/state.ts';
+import { servedVerbs } from '../../domain/endpoint/verbs.ts';
 import { ingestUrl } from '../../domain/webhook/decide.ts';
 import type { Vended } from '../../endpoints/vend.ts';
 import type { EndpointOut, VendEndpointOut } from './schemas.ts';
@@ -44,7 +45,7 @@ export function endpointRowOut(baseUrl: string, row: EndpointRow): z.infer<typeo
     agent_name: row.agent_name,
     state: row.state,
     queues: row.queues,
-    verbs: row.verbs,
+    verbs: servedVerbs(row.verbs),
     expires_at: row.expires_at ? row.expires_at.toISOString() : null,
     replay_targets: row.replay_targets,
     mcp_url: mcpUrl(baseUrl, row.slug),
@@ -65,7 +66,7 @@ export function endpointStateOut(
     agent_name: state.agentName,
     state: state.status,
     queues: [...state.queues],
-    verbs: [...state.verbs],
+    verbs: servedVerbs(state.verbs),
     expires_at: state.expiresAt ? state.expiresAt.toISOString() : null,
     replay_targets: [...state.replayTargets],
     mcp_url: mcpUrl(baseUrl, state.slug),

@@ -27,10 +27,15 @@ export const VendEndpointIn = z
       .default(DEFAULT_QUEUE)
       .describe('The single queue the endpoint drains and its webhook routes to; `quarantine` is reserved.'),
     verbs: z
-      .array(z.enum(ALL_VERBS))
+      .array(
+        z.enum(ALL_VERBS, {
+          error: (issue) =>
+            `unknown verb ${JSON.stringify(issue.input)}: the verbs are ${ALL_VERBS.join(', ')}`,
+        }),
+      )
       .min(1)
       .optional()
-      .describe('The MCP verbs the endpoint may call (a subset of the allowlist); default: all of them.'),
+      .describe('The MCP verbs the endpoint may call (a subset of the verb catalog); default: all of them.'),
     expires_at: dateTime
       .nullable()
       .optional()

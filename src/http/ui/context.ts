@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ProjectionRunner } from '../../../projections/engine/types.ts';
 import type { ProviderListing } from '../../../projections/providers.queries.ts';
+import { createIdentityResolver } from '../../auth/identity.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import type { DB } from '../../db/database.ts';
@@ -25,7 +26,16 @@ export interface UiDeps {
   readonly readYourWritesMs?: number;
 }
 
-export type Page = 'dashboard' | 'log' | 'providers' | 'settings' | 'quarantine' | 'problem';
+export type Page =
+  | 'dashboard'
+  | 'log'
+  | 'providers'
+  | 'agents'
+  | 'todos'
+  | 'webhooks'
+  | 'settings'
+  | 'quarantine'
+  | 'problem';
 
 /** An htmx request wants a fragment, except a history restore, which needs the whole page. */
 export const wantsFragment = (request: FastifyRequest): boolean =>
@@ -52,4 +62,17 @@ export function actorOf(deps: UiDeps, request: FastifyRequest): string | null {
   if (!header) return null;
   const v = request.headers[header];
   return typeof v === 'string' && v.length > 0 && v.length <= 200 ? v : null;
+}
+
+/**
+ * Whose things a screen shows (spec 1.7: the screens have no sign-in of their own): the
+ * forward-auth user when a trusted proxy names one, else HOOKLINE_OPERATOR, as the sign-in page
+ * resolves it.
+ */
+export function humanResolver(config: Config): (request: FastifyRequest) => string {
+  const identify = createIdentityResolver(config);
+  return (request) => {
+    const who = identify(request.raw);
+    return who.ok ? who.human : config.operator;
+  };
 }

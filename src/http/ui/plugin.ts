@@ -2,6 +2,7 @@ import querystring from 'node:querystring';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { refuseCrossSite } from '../same-origin.ts';
+import { registerAgentsPage } from './agents-page.ts';
 import { type Assets, registerAssetRoutes } from './assets.ts';
 import { layoutContext, type UiDeps } from './context.ts';
 import { registerLogPages } from './log-pages.ts';
@@ -9,6 +10,8 @@ import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
 import { securityHeaders } from './security.ts';
 import { registerSettingsPage } from './settings-page.ts';
+import { registerTodosPages } from './todos-pages.ts';
+import { registerWebhooksPages } from './webhooks-pages.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
 const FORM_LIMIT = 64 * 1024;
@@ -26,7 +29,8 @@ function registerFormParser(app: FastifyInstance): void {
 }
 
 /**
- * The web UI (spec 4.3, 4.5 to 4.9): dashboard, log, detail, providers, settings and /static.
+ * The web UI (spec 4.3, 4.5 to 4.9): dashboard, log, detail, providers, settings and /static,
+ * and the console of the human's own agents, todos and webhooks.
  * Its routes live in one encapsulated context that adds the security headers (CSP and friends)
  * to every response, errors included, refuses cross-site posts and parses form posts.
  */
@@ -49,6 +53,9 @@ export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
         registerLogPages(ui, deps);
         registerSettingsPage(ui, deps);
         registerQuarantinePage(ui, deps); // RULES (issue 7)
+        registerAgentsPage(ui, deps);
+        registerTodosPages(ui, deps);
+        registerWebhooksPages(ui, deps);
       });
     },
     { name: 'hookline-ui', dependencies: ['hookline-errors'] },

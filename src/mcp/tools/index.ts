@@ -1,4 +1,4 @@
-// RULES (issue 7): rule, route and replay verbs
+import { ALL_VERBS, type Verb } from '../../domain/endpoint/verbs.ts';
 import { addWebhookRoute } from './add-webhook-route.ts';
 import { addWebhookRule } from './add-webhook-rule.ts';
 import { claim } from './claim.ts';
@@ -25,31 +25,36 @@ import { testWebhookRules } from './test-webhook-rules.ts';
 import type { McpTool } from './types.ts';
 import { updateWebhookRule } from './update-webhook-rule.ts';
 
-/** Every tool this server implements; an endpoint sees those its verbs allow. */
-export const allTools: readonly McpTool[] = [
-  listTodos,
-  getTodo,
+/**
+ * The served half of the verb catalog (src/domain/endpoint/verbs.ts): exactly one tool per verb,
+ * keyed by it. A verb without a tool, or a tool outside the catalog, fails the type check.
+ */
+const toolCatalog: { readonly [V in Verb]: McpTool & { readonly name: V } } = {
+  list_todos: listTodos,
+  get_todo: getTodo,
   claim,
-  claimNext,
+  claim_next: claimNext,
   complete,
   fail,
   release,
   heartbeat,
-  createFor,
-  listFriends,
-  createWebhook,
-  listWebhooks,
-  listWebhookEvents,
-  // RULES (issue 7)
-  replayWebhookEvent,
-  listWebhookRules,
-  setWebhookRules,
-  addWebhookRule,
-  updateWebhookRule,
-  moveWebhookRule,
-  removeWebhookRule,
-  testWebhookRules,
-  listWebhookRoutes,
-  addWebhookRoute,
-  removeWebhookRoute,
-];
+  create_for: createFor,
+  list_friends: listFriends,
+  create_webhook: createWebhook,
+  list_webhooks: listWebhooks,
+  list_webhook_events: listWebhookEvents,
+  replay_webhook_event: replayWebhookEvent,
+  list_webhook_rules: listWebhookRules,
+  set_webhook_rules: setWebhookRules,
+  add_webhook_rule: addWebhookRule,
+  update_webhook_rule: updateWebhookRule,
+  move_webhook_rule: moveWebhookRule,
+  remove_webhook_rule: removeWebhookRule,
+  test_webhook_rules: testWebhookRules,
+  list_webhook_routes: listWebhookRoutes,
+  add_webhook_route: addWebhookRoute,
+  remove_webhook_route: removeWebhookRoute,
+};
+
+/** Every tool this server implements, in catalog order; an endpoint sees those its verbs allow. */
+export const allTools: readonly McpTool[] = ALL_VERBS.map((verb) => toolCatalog[verb]);

@@ -25,5 +25,10 @@ export interface McpTool<S extends z.ZodObject = z.ZodObject> {
   run(ctx: ToolContext, args: z.infer<S>): Promise<CallToolResult>;
 }
 
-/** Keeps each tool's argument type while the list holds them side by side. */
-export const defineTool = <S extends z.ZodObject>(tool: McpTool<S>): McpTool => tool as unknown as McpTool;
+/**
+ * Keeps each tool's argument type while the catalog holds them side by side, and its verb, so
+ * the catalog can check each key against the tool's name.
+ */
+export const defineTool = <N extends Verb, S extends z.ZodObject>(
+  tool: McpTool<S> & { readonly name: N },
+): McpTool & { readonly name: N } => tool as unknown as McpTool & { readonly name: N };

@@ -277,6 +277,8 @@
       bumpDashboard(e);
       prependToLogs(e);
     });
+    // A todo moved: the console's todo screens fetch their rows again (htmx, hx-trigger).
+    source.addEventListener('todos-changed', () => document.body.dispatchEvent(new Event('todos-changed')));
     // Too much was missed to replay: the screen reloads from the read models.
     source.addEventListener('reset', () => {
       if (document.querySelector('[data-live-log], [data-provider-grid]')) reloadAfterReset();

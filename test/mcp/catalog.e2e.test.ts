@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_VERBS, DEFAULT_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
+import { operator } from '../http/api/client.ts';
+import { connectAgent, startServer, type TestServer } from './support.ts';
+
+const UNKNOWN_TODO = 'td_aaaaaaaaaaaaaaaaaaaa';
+const UNKNOWN_WEBHOOK = 'wh_aaaaaaaaaaaaaaaaaaaa';
+const LEASE = 'ls_aaaaaaaaaaaaaaaaaaaa';
+
+/**
+ * One call per verb whose answer only its handler can give: a result (`ok`) or a refusal code
+ * that the tool itself decides (an unknown todo, webhook or delivery is `not_found`). A verb that
+ * is not served would be a protocol error; one the endpoint does not hold, `forbidden`.
+ */
+const probes: {
+  readonly [V in Verb]: (own: { webhookId: string }) => { args: Record<string, unknown>; expect: string };
+} = {
+  list_todos: () => ({ args: {}, expect: 'ok' }),
+  get_todo: () => ({ args: { todo_id: UNKNOWN_TODO }, expect: 'not_found' }),
+  claim: () => ({ args: { todo_id: UNKNOWN_TODO }, expect: 'not_found' }),
+  claim_next: () => ({ args: {}, expect: 'ok' }),
+  complete: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
+  fail: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE, reason: 'probe' }, expect: 'not_found' }),
+  release: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
+  heartbeat: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
+  create_webhook: () => ({ args: { name: 'probe' }, expect: 'ok' }),
+  list_webhooks: () => ({ args: {}, expect: 'ok' }),
+  list_webhook_events: () => ({ args: {}, expect: 'ok' }),
+  replay_webhook_event: () => ({ args: { event_id: 999_999_999 }, expect: 'not_found' }),
+  list_webhook_rules: (own) => ({ args: { webhook_id: own.webhookId }, expect: 'ok' }),
+  set_webhook_rules: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK, rules: [] }, expect: 'not_found' }),
+  add_webhook_rule: () => ({
+    args: { webhook_id: UNKNOWN_WEBHOOK, source: "() => 'continue'" },
+    expect: 'not_found',
+  }),
+  update_webhook_rule: () => ({
+    args: { webhook_id: UNKNOWN_WEBHOOK, rule_id: 'r1', source: "() => 'continue'" },
+    expect: 'not_found',
+  }),
+  move_webhook_rule: () => ({
+    args: { webhook_id: UNKNOWN_WEBHOOK, rule_id: 'r1', position: 0 },
+    expect: 'not_found',
+  }),
+  remove_webhook_rule: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK, rule_id: 'r1' }, expect: 'not_found' }),
+  test_webhook_rules: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK }, expect: 'not_found' }),
+  list_webhook_routes: (own) => ({ args: { webhook_id: own.webhookId }, expect: 'ok' }),
+  add_webhook_route: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK, queue: 'inbox' }, expect: 'not_found' }),
+  remove_webhook_route: () => ({
+    args: { webhook_id: UNKNOWN_WEBHOOK, route_id: 'rt_aaaaaaaaaaaaaaaaaaaa' },
+    expect: 'not_found',
+  }),
+};
+
+type Vended = {
+  slug: string;
+  token: string;
+  mcp_url: string;
+  verbs: string[];
+  webhook: { webhook_id: string };
+};
+
+describe('the verb catalog: what is vended is exactly what is served', () => {
+  let server: TestServer;
+  let alice: Awaited<ReturnType<typeof operator>>;
+  beforeAll(async () => {
+    server = await startServer({
+      env: { HOOKLINE_TRUSTED_PROXIES: '127.0.0.1,::1', HOOKLINE_AUTH_USER_HEADER: 'X-Forwarded-User' },
+    });
+    alice = await operator(server.url, 'alice');
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const vendOver = async (verbs?: readonly string[]): Promise<Vended> => {
+    const res = await alice.call<Vended>('POST', '/endpoints', {
+      name: `catalog ${verbs?.join(' ') ?? 'default'}`,
+      ...(verbs ? { verbs } : {}),
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body;
+  };
+
+  /** tools/list over the MCP SDK client shows exactly `verbs`; each one reaches its handler. */
+  const servesExactly = async (vended: Vended, verbs: readonly Verb[]) => {
+    const agent = await connectAgent({ url: vended.mcp_url, token: vended.token });
+    try {
+      const { tools } = await agent.client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual([...verbs].sort());
+      for (const verb of verbs) {
+        const probe = probes[verb]({ webhookId: vended.webhook.webhook_id });
+        const result = await agent.call(verb, probe.args);
+        const got = result.isError ? (result.structuredContent as { code: string }).code : 'ok';
+        expect(`${verb}: ${got}`, JSON.stringify(result.structuredContent)).toBe(`${verb}: ${probe.expect}`);
+      }
+      const outside = ALL_VERBS.find((v) => !verbs.includes(v));
+      if (outside) {
+        const result = await agent.call(
+          outside,
+          probes[outside]({ webhookId: vended.webhook.webhook_id }).args,
+        );
+        expect(result.structuredContent).toMatchObject({ code: 'forbidden' });
+      }
+    } finally {
+      await agent.close();
+    }
+  };
+
+  it('a default vend holds every verb of the catalog and is served each of them', async () => {
+    const vended = await vendOver();
+    expect(vended.verbs).toEqual([...DEFAULT_VERBS]);
+    await servesExactly(vended, DEFAULT_VERBS);
+  });
+
+  it.each(ALL_VERBS.map((v) => [v]))('a vend of %s alone lists and serves that verb only', async (verb) => {
+    const vended = await vendOver([verb]);
+    expect(vended.verbs).toEqual([verb]);
+    await servesExactly(vended, [verb]);
+  });
+
+  it('a vend naming a verb outside the catalog is refused with 400 naming it, and mints nothing', async () => {
+    const before = await alice.call<unknown[]>('GET', '/endpoints');
+    for (const unknown of ['befriend_everyone', 'drop_tables']) {
+      const res = await alice.call<{ detail: string; code: string }>('POST', '/endpoints', {
+        name: 'catalog unknown',
+        verbs: ['list_todos', unknown],
+      });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.code).toBe('invalid_body');
+      expect(res.body.detail).toContain(`unknown verb "${unknown}"`);
+    }
+    expect((await alice.call<unknown[]>('GET', '/endpoints')).body).toEqual(before.body);
+  });
+});
