@@ -101,7 +101,7 @@ async function main() {
         operator: 'bench',
         human: 'bench',
         name: 'drain bench',
-        queue: 'inbox',
+        queues: ['inbox'],
         verbs: [...ALL_VERBS],
         expiresAt: null,
         replayTargets: [],

@@ -105,7 +105,7 @@ async function ingestThroughput(duration: number, connections: number) {
           operator: 'bench',
           human: 'bench',
           name,
-          queue: 'inbox',
+          queues: ['inbox'],
           verbs: [...ALL_VERBS],
           expiresAt: null,
           replayTargets: [],

@@ -22,6 +22,9 @@ export interface SseInjection {
   /** From received_at to the append's acknowledgement (durable): the group commit's part of it. */
   readonly commitP50: number;
   readonly commitP99: number;
+  /** From the append's acknowledgement to the plain subscriber: the wake-up and the live read. */
+  readonly wakeP50: number;
+  readonly wakeP99: number;
   /** When the plain subscriber got delivery id i + 1 (wall-clock ms, sub-ms precision; NaN: never). */
   readonly subscriberAt: number[];
   /** The server's event-loop delay during the injection, ms. */
@@ -73,6 +76,9 @@ async function serve(databaseUrl: string): Promise<void> {
   // a live subscriber, before any SSE work.
   const storeLatencies: number[] = [];
   const commitLatencies: number[] = [];
+  /** By position: when the append was acknowledged, and when the plain subscriber got it (either may come first). */
+  const ackedAt = new Map<string, number>();
+  const handedAt = new Map<string, number>();
   let subscriberAt: number[] = [];
   const decoder = new TextDecoder();
   runtime.store
@@ -80,6 +86,7 @@ async function serve(databaseUrl: string): Promise<void> {
     .subscribe((e) => {
       const now = wallMs();
       subscriberAt[Number(e.revision)] = now; // the delivery's id is its revision + 1
+      handedAt.set(e.position, now);
       const meta = JSON.parse(decoder.decode(e.metadata ?? new Uint8Array())) as { received_at: string };
       storeLatencies.push(now - Date.parse(meta.received_at));
     });
@@ -88,6 +95,8 @@ async function serve(databaseUrl: string): Promise<void> {
   const inject = async (rate: number, seconds: number): Promise<SseInjection> => {
     storeLatencies.length = 0;
     commitLatencies.length = 0;
+    ackedAt.clear();
+    handedAt.clear();
     const total = rate * seconds;
     subscriberAt = new Array<number>(total).fill(Number.NaN);
     loop.reset();
@@ -115,7 +124,11 @@ async function serve(databaseUrl: string): Promise<void> {
             headers: {},
             payload,
           })
-          .then(() => commitLatencies.push(wallMs() - asked))
+          .then((r) => {
+            const now = wallMs();
+            commitLatencies.push(now - asked);
+            if (r.position) ackedAt.set(r.position, now);
+          })
           .finally(() => inflight.delete(p));
         inflight.add(p);
       }
@@ -125,6 +138,11 @@ async function serve(databaseUrl: string): Promise<void> {
     const elapsed = (performance.now() - started) / 1000;
     while (storeLatencies.length < sent) await new Promise((r) => setTimeout(r, 20));
     loop.disable();
+    const wakeLatencies: number[] = [];
+    for (const [position, acked] of ackedAt) {
+      const handed = handedAt.get(position);
+      if (handed !== undefined) wakeLatencies.push(handed - acked);
+    }
     const percentile = (xs: number[], p: number) => {
       const sorted = [...xs].sort((a, b) => a - b);
       return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * p) - 1)]! * 10) / 10;
@@ -136,6 +154,8 @@ async function serve(databaseUrl: string): Promise<void> {
       storeP99: percentile(storeLatencies, 0.99),
       commitP50: percentile(commitLatencies, 0.5),
       commitP99: percentile(commitLatencies, 0.99),
+      wakeP50: percentile(wakeLatencies, 0.5),
+      wakeP99: percentile(wakeLatencies, 0.99),
       subscriberAt,
       loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
     };

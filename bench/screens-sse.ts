@@ -128,6 +128,7 @@ export async function sseBench(
           `  latency p50 ${ms(all.percentile(0.5))} ms, p99 ${ms(all.percentile(0.99))} ms, max ${all.max.toFixed(0)} ms over ${all.count} receptions`,
           `  append to durable (group commit): p50 ${injected.commitP50} ms, p99 ${injected.commitP99} ms`,
           `  append to subscriber (the store's live subscription): p50 ${injected.storeP50} ms, p99 ${injected.storeP99} ms`,
+          `    of which acknowledged to subscriber (wake-up and live read): p50 ${injected.wakeP50} ms, p99 ${injected.wakeP99} ms`,
           `  subscriber to client (hub, SSE writes, client): p50 ${ms(allFromSubscriber.percentile(0.5))} ms, p99 ${ms(allFromSubscriber.percentile(0.99))} ms`,
           `  server event-loop delay p50 ${ms(l.p50)} ms, p99 ${ms(l.p99)} ms, max ${ms(l.max)} ms`,
           ...results.map((r, i) => describe(groups[i]!.name, r)),

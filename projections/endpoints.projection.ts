@@ -60,6 +60,13 @@ async function applyEndpointEvent(db: Kysely<Database>, e: RecordedEvent): Promi
         .where('id', '=', event.data.endpoint_id)
         .execute();
       return;
+    case 'EndpointScopeChanged':
+      await db
+        .updateTable('endpoints')
+        .set({ queues: JSON.stringify(event.data.queues), verbs: JSON.stringify(event.data.verbs) })
+        .where('id', '=', event.data.endpoint_id)
+        .execute();
+      return;
     case 'EndpointRevoked':
       await db
         .updateTable('endpoints')

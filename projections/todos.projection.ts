@@ -47,6 +47,13 @@ async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<v
         .execute();
       return;
     }
+    case 'TodoMoved':
+      await db
+        .updateTable('todos')
+        .set({ queue: event.data.to_queue, updated_at: new Date(event.data.moved_at) })
+        .where('id', '=', event.data.todo_id)
+        .execute();
+      return;
     default:
       await applyDrainEvent(db, event);
   }

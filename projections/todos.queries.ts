@@ -161,6 +161,24 @@ export async function todoTitles(db: Kysely<Database>, ids: readonly string[]): 
   return new Map(rows.map((r) => [r.id, r.title]));
 }
 
+/** The live (pending or claimed) todos of an endpoint on `queues`: what removing a queue would strand. */
+export async function liveTodosOn(
+  db: Kysely<Database>,
+  endpointId: string,
+  queues: readonly string[],
+): Promise<{ readonly id: string; readonly queue: string }[]> {
+  if (queues.length === 0) return [];
+  return db
+    .selectFrom('todos')
+    .select(['id', 'queue'])
+    .where('endpoint_id', '=', endpointId)
+    .where('queue', 'in', [...queues])
+    .where('state', 'in', ['pending', 'claimed'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 /** How many todos each of an operator's queues holds, by state (the console's agents screen). */
 export async function operatorQueueCounts(
   db: Kysely<Database>,

@@ -10,6 +10,7 @@ import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
 import { RequestLogController } from './http/request-log.ts';
+import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
 import { createUi, sseRetryMs } from './http/ui/index.ts';
 import { createProviderRoutes } from './http/ui/providers-routes.ts';
@@ -57,6 +58,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   });
 
   await app.register(errorsPlugin);
+  await app.register(securityHeadersPlugin({ baseUrl: config.baseUrl })); // CSP and friends, every response
   await app.register(
     healthPlugin({
       db: runtime.db,

@@ -6,6 +6,14 @@ const escapeHtml = (s: string): string =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
   );
 
+/** The sign-in pages' one stylesheet; the CSP allows it by its hash (src/http/security-headers.ts). */
+export const SIGN_IN_STYLE = `
+body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
+h1{font-size:1.4rem}code{background:#f2f2f4;padding:0 .25rem;border-radius:3px}
+form{display:inline}button{font:inherit;padding:.5rem 1.2rem;margin:.5rem .5rem 0 0;border-radius:6px;border:1px solid #888;cursor:pointer}
+button.primary{background:#1d4ed8;color:#fff;border-color:#1d4ed8}dl{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dt{color:#666}
+`;
+
 function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
@@ -14,12 +22,7 @@ function page(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)} · hookline</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
-h1{font-size:1.4rem}code{background:#f2f2f4;padding:0 .25rem;border-radius:3px}
-form{display:inline}button{font:inherit;padding:.5rem 1.2rem;margin:.5rem .5rem 0 0;border-radius:6px;border:1px solid #888;cursor:pointer}
-button.primary{background:#1d4ed8;color:#fff;border-color:#1d4ed8}dl{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dt{color:#666}
-</style>
+<style>${SIGN_IN_STYLE}</style>
 </head>
 <body>
 ${body}

@@ -6,6 +6,7 @@ import type Provider from 'oidc-provider';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { isSameOriginRequest } from '../http/same-origin.ts';
+import { signInHelmet } from '../http/security-headers.ts';
 import type { OperatorAuth } from './index.ts';
 import { sweepExpiredOAuthRecords } from './oauth-adapter.ts';
 import { API_SCOPE, basePathOf, OAUTH_ROUTES } from './oauth-settings.ts';
@@ -16,13 +17,6 @@ export interface OAuthPluginDeps {
   readonly db: Kysely<Database>;
   readonly auth: OperatorAuth;
 }
-
-const PAGE_HEADERS = {
-  'cache-control': 'no-store',
-  'x-frame-options': 'DENY',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-  'referrer-policy': 'same-origin',
-} as const;
 
 /**
  * Mounts the authorization server. oidc-provider is a Koa application: its routes are handed the
@@ -51,6 +45,10 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
   const basePath = basePathOf(config.baseUrl);
   let callback: Promise<ReturnType<Provider['callback']>> | undefined;
 
+  // The security headers come from the one helmet registration, with the sign-in pages' policy.
+  scope.addHook('onRoute', (route) => {
+    route.config = { ...(route.config ?? {}), helmet: signInHelmet } as typeof route.config;
+  });
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
@@ -82,7 +80,7 @@ async function mount(scope: FastifyInstance, deps: OAuthPluginDeps): Promise<voi
   });
 
   const page = (reply: FastifyReply, status: number, html: string) =>
-    reply.code(status).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(html);
+    reply.code(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(html);
 
   const expired = (reply: FastifyReply) =>
     page(

@@ -14,3 +14,6 @@ export const queueNameSchema = z
   .refine((q) => q !== QUARANTINE, {
     message: '`quarantine` is reserved for held deliveries and cannot be vended',
   });
+
+/** An endpoint drains 1 to this many queues (spec 2.9's `queues`). */
+export const MAX_QUEUES = 16;

@@ -15,7 +15,8 @@ export interface VendInput {
   readonly operator: string;
   readonly human: string;
   readonly name: string;
-  readonly queue: string;
+  /** 1 to 16 queues; the first is the one its webhook feeds. */
+  readonly queues: readonly string[];
   readonly verbs: readonly Verb[];
   readonly expiresAt: Date | null;
   readonly replayTargets: readonly string[];
@@ -27,7 +28,7 @@ export interface Vended {
   readonly agentId: string;
   readonly agentName: string;
   readonly agentCreated: boolean;
-  readonly queue: string;
+  readonly queues: readonly string[];
   readonly verbs: readonly Verb[];
   /** The endpoint bearer, in the clear only here: it is returned once and never stored. */
   readonly token: string;
@@ -78,7 +79,7 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
       operator: input.operator,
       human: input.human,
       name: slug,
-      queue: input.queue,
+      queue: input.queues[0]!,
       tokenHash: hashCredential(ingestToken),
     },
     { newStream: true, retries: 0 },
@@ -95,7 +96,7 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
       agentName: agent.name,
       operator: input.operator,
       human: input.human,
-      queue: input.queue,
+      queues: input.queues,
       verbs: input.verbs,
       tokenHash: hashCredential(token),
       webhookId,
@@ -111,7 +112,7 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
     agentId: agent.agentId,
     agentName: agent.name,
     agentCreated: agent.created,
-    queue: input.queue,
+    queues: input.queues,
     verbs: input.verbs,
     token,
     webhookId,

@@ -204,7 +204,7 @@ export async function approveFriend(
       agentName: agent.name,
       operator: input.operator,
       human: input.human,
-      queue: state.queue,
+      queues: [state.queue],
       verbs: granted,
       tokenHash: hashCredential(token),
       webhookId: '',

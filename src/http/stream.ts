@@ -11,7 +11,6 @@ import {
   sseFrame,
 } from '../live/sse.ts';
 import type { Logger } from '../logger.ts';
-import { securityHeaders } from './ui/security.ts';
 
 export interface StreamOptions {
   /** At most this many missed deliveries are replayed after Last-Event-ID; more is a `reset`. */
@@ -142,7 +141,6 @@ export function streamPlugin(deps: StreamDeps) {
         reply.hijack();
         const res = reply.raw;
         res.writeHead(200, {
-          ...securityHeaders,
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache, no-store, no-transform',
           'x-accel-buffering': 'no',

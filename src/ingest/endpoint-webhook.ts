@@ -130,7 +130,12 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
           body: request.body,
         })
       : null;
-    const queue = plan ? plan.queue : webhook.queue;
+    const drained = endpoint.queues.filter((q) => q !== QUARANTINE);
+    const queue = plan
+      ? plan.queue
+      : drained.includes(webhook.queue) || drained.length === 0
+        ? webhook.queue
+        : drained[0]!;
     const recorded = await deps.recorder.record({
       received_at: receivedAt, // RULES (issue 7)
       payload: request.body,

@@ -2,14 +2,14 @@ import type { Observable, Subscription } from 'rxjs';
 import { decodeEvent } from '../domain/events.ts';
 import type { RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
-import { queueUri } from './queues.ts';
+import { ALL_QUEUES_URI, queueUri } from './queues.ts';
 import type { McpSession, SessionRegistry } from './sessions.ts';
 
 /**
  * The doorbell (docs/reference/mcp-tools.md): every `DoorbellRung` on the shared `$all` subscription
  * (a push, a webhook delivery, a release, an expired lease) becomes
  * `notifications/resources/updated` for `hookline://queues/<queue>` on each session of that
- * endpoint in this process that subscribed to it. Rings within one event-loop turn are
+ * endpoint in this process that subscribed to it (or to `hookline://queues`, every queue). Rings within one event-loop turn are
  * coalesced: one notification per session and queue.
  */
 export function startDoorbell(deps: {
@@ -45,7 +45,7 @@ export function startDoorbell(deps: {
     const ring = event.data;
     const uri = queueUri(ring.queue);
     for (const session of deps.sessions.forEndpoint(ring.endpoint_id)) {
-      if (!session.subscriptions.has(uri)) continue;
+      if (!session.subscriptions.has(uri) && !session.subscriptions.has(ALL_QUEUES_URI)) continue;
       let set = due.get(session);
       if (!set) {
         set = new Set();

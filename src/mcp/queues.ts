@@ -4,6 +4,11 @@
  * whenever work becomes claimable there.
  */
 export const QUEUE_URI_PREFIX = 'hookline://queues/';
+/**
+ * Every queue the endpoint drains, now and after a scope change: a session subscribed to it hears
+ * each queue's ring, under that queue's own URI.
+ */
+export const ALL_QUEUES_URI = 'hookline://queues';
 
 export const queueUri = (queue: string): string => `${QUEUE_URI_PREFIX}${queue}`;
 

@@ -16,7 +16,7 @@ import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { isVerb } from '../domain/endpoint/verbs.ts';
 import { asHooklineError } from '../errors.ts';
 import { UNTRUSTED_NOTE } from './present.ts';
-import { queueOfUri, queueUri } from './queues.ts';
+import { ALL_QUEUES_URI, queueOfUri, queueUri } from './queues.ts';
 import { failure } from './result.ts';
 import type { McpServices } from './services.ts';
 import type { SessionRegistry } from './sessions.ts';
@@ -25,7 +25,7 @@ import type { McpTool } from './tools/types.ts';
 
 const INSTRUCTIONS = `hookline: a work queue of todos for this endpoint.
 Drain it: claim_next (or list_todos + claim), do the work, then complete (or fail with a reason; retryable=true to try again later, or release to hand it back). Pass the lease_id the claim returned to every later move, and heartbeat before the lease expires.
-Subscribe to the resource hookline://queues/<queue> to be notified (notifications/resources/updated) when work becomes claimable, instead of polling.
+Subscribe to the resource hookline://queues/<queue> (or hookline://queues for every queue of the endpoint) to be notified (notifications/resources/updated, with the queue's own URI) when work becomes claimable, instead of polling.
 ${UNTRUSTED_NOTE} Titles and payloads always arrive inside an "untrusted" object.`;
 
 /** The endpoint this very request authenticated as (src/http/mcp.ts puts it on `req.auth`). */
@@ -126,16 +126,31 @@ export function createSessionServer(deps: SessionServerDeps): Server {
 
   server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
+    const all = {
+      uri: ALL_QUEUES_URI,
+      name: 'all queues',
+      title: 'All queues',
+      description:
+        'Every queue this endpoint drains. Subscribe to hear each queue ring (under the queue’s own URI).',
+      mimeType: 'application/json',
+    };
     return {
-      resources: drainQueues(endpoint).map((q) => ({
-        uri: queueUri(q),
-        name: `queue ${q}`,
-        title: `Queue ${q}`,
-        description: `Todos on queue ${q}. Subscribe to be told when work becomes claimable here.`,
-        mimeType: 'application/json',
-      })),
+      resources: [
+        all,
+        ...drainQueues(endpoint).map((q) => ({
+          uri: queueUri(q),
+          name: `queue ${q}`,
+          title: `Queue ${q}`,
+          description: `Todos on queue ${q}. Subscribe to be told when work becomes claimable here.`,
+          mimeType: 'application/json',
+        })),
+      ],
     };
   });
+
+  /** The queues a resource URI names: one, or all of them for `hookline://queues`. */
+  const scopedQueues = (uri: string, endpoint: EndpointFacts): string[] =>
+    uri === ALL_QUEUES_URI ? drainQueues(endpoint) : [scopedQueue(uri, endpoint)];
 
   const scopedQueue = (uri: string, endpoint: EndpointFacts): string => {
     const queue = queueOfUri(uri);
@@ -147,15 +162,20 @@ export function createSessionServer(deps: SessionServerDeps): Server {
 
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
-    const queue = scopedQueue(request.params.uri, endpoint);
+    const queues = scopedQueues(request.params.uri, endpoint);
     await catchUp(extra.sessionId);
-    const counts = await queueCounts(services.runtime.db, endpoint.id, queue);
-    const body = {
-      queue,
-      pending: counts.pending,
-      claimed: counts.claimed,
-      oldest_pending_at: counts.oldestPendingAt ? counts.oldestPendingAt.toISOString() : null,
-    };
+    const bodies = await Promise.all(
+      queues.map(async (queue) => {
+        const counts = await queueCounts(services.runtime.db, endpoint.id, queue);
+        return {
+          queue,
+          pending: counts.pending,
+          claimed: counts.claimed,
+          oldest_pending_at: counts.oldestPendingAt ? counts.oldestPendingAt.toISOString() : null,
+        };
+      }),
+    );
+    const body = request.params.uri === ALL_QUEUES_URI ? { queues: bodies } : bodies[0];
     return {
       contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(body) }],
     };
@@ -163,7 +183,7 @@ export function createSessionServer(deps: SessionServerDeps): Server {
 
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
     const endpoint = endpointOf(extra.authInfo);
-    scopedQueue(request.params.uri, endpoint);
+    scopedQueues(request.params.uri, endpoint);
     const session = extra.sessionId ? sessions.get(extra.sessionId) : undefined;
     session?.subscriptions.add(request.params.uri);
     return {};

@@ -64,7 +64,7 @@ export function createWebhookRouter(deps: {
       endpointId: input.endpoint.id,
       operator: input.endpoint.operator,
     };
-    const fallback = defaultQueue(state, input.view.event_type);
+    const fallback = defaultQueue(state, input.view.event_type, drains(input.endpoint));
     if (state.rules.length === 0) return { ...base, queue: fallback, disposition: null };
     // Fail closed (spec 9, 0.4.0 item 5): no sandbox, no delivery. There is no switch.
     if (engine.health() === 'unavailable') {

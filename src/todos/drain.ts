@@ -43,7 +43,7 @@ const newLeaseId = (): string => `ls_${randomBytes(15).toString('base64url')}`;
 /** How long this process remembers a todo it saw claimed, so claim_next skips it before the read model knows. */
 const CLAIMED_MEMORY_MS = 30_000;
 
-const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated';
+const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated' && e.type !== 'TodoMoved';
 
 /**
  * The drain verbs over the event store, each one command through the command handler. What

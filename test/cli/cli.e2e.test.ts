@@ -136,6 +136,43 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(late.stderr).toMatch(/revoked.*HTTP 409.*vend a new one/);
   });
 
+  it('vends an endpoint on several queues and changes them with endpoints update', async () => {
+    const vend = await hookline(
+      ['endpoints', 'vend', 'Queue Bot', '--queue', 'inbox', '--queue', 'deploys', '--json'],
+      env,
+    );
+    expect(vend.code, vend.stderr).toBe(0);
+    const v = JSON.parse(vend.stdout) as { slug: string; queues: string[] };
+    expect(v.queues).toEqual(['inbox', 'deploys']);
+
+    const push = await hookline(['todos', 'push', v.slug, 'Ship it', '--queue', 'deploys', '--json'], env);
+    expect(push.code, push.stderr).toBe(0);
+    const refused = await hookline(['endpoints', 'update', v.slug, '--queue', 'inbox'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/deploys \(1\).*move_to.*HTTP 409/);
+
+    const moved = await hookline(
+      ['endpoints', 'update', v.slug, '--queue', 'inbox', '--queue', 'alerts', '--move-to', 'inbox'],
+      env,
+    );
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stdout).toContain('Queues       inbox, alerts');
+    const narrowed = await hookline(
+      ['endpoints', 'update', v.slug, '--verb', 'claim_next', '--verb', 'complete', '--json'],
+      env,
+    );
+    expect(JSON.parse(narrowed.stdout)).toMatchObject({
+      queues: ['inbox', 'alerts'],
+      verbs: ['claim_next', 'complete'],
+    });
+    const quarantine = await hookline(['endpoints', 'update', v.slug, '--queue', 'quarantine'], env);
+    expect(quarantine.code).toBe(1);
+    expect(quarantine.stderr).toMatch(/reserved.*HTTP 400/);
+    const nothing = await hookline(['endpoints', 'update', v.slug], env);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toContain('give --queue, --verb or both');
+  });
+
   it('explains failures and what to do next', async () => {
     const unknown = await hookline(['todos', 'push', 'no-such-endpoint-aaaaaa', 'hi'], env);
     expect(unknown.code).toBe(1);
@@ -271,6 +308,7 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ['agents', 'list'],
       ['endpoints', 'vend'],
       ['endpoints', 'list'],
+      ['endpoints', 'update'],
       ['endpoints', 'revoke'],
       ['todos', 'push'],
       ['providers', 'list'],

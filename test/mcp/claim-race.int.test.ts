@@ -38,7 +38,7 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
         operator: 'alice',
         human: 'alice',
         name: 'racer',
-        queue: 'inbox',
+        queues: ['inbox'],
         verbs: [...ALL_VERBS],
         expiresAt: null,
         replayTargets: [],

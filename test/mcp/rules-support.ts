@@ -54,7 +54,7 @@ export async function vendWithTargets(
       operator,
       human: operator,
       name: `Replayer ${++counter} ${Math.random().toString(36).slice(2, 7)}`,
-      queue: 'inbox',
+      queues: ['inbox'],
       verbs: [...ALL_VERBS],
       expiresAt: null,
       replayTargets,

@@ -40,6 +40,7 @@ export async function vend(
     readonly operator?: string;
     readonly verbs?: readonly Verb[];
     readonly queue?: string;
+    readonly queues?: readonly string[];
     readonly expiresAt?: Date | null;
   } = {},
 ): Promise<VendedEndpoint> {
@@ -51,7 +52,7 @@ export async function vend(
       operator,
       human: operator,
       name: `Agent ${++counter} ${Math.random().toString(36).slice(2, 7)}`,
-      queue: options.queue ?? 'inbox',
+      queues: options.queues ?? [options.queue ?? 'inbox'],
       verbs: options.verbs ?? [...ALL_VERBS],
       expiresAt: options.expiresAt ?? null,
       replayTargets: [],

@@ -62,4 +62,26 @@ describe.runIf(await postgresAvailable())('endpoints read model: given events, t
         expect(await endpointsUsingQueue(db, 'quarantine')).toEqual(['old-cccccc']);
       });
   });
+
+  it('a scope change replaces the queues and verbs of the row', async () => {
+    await spec
+      .given(
+        vended('ep_1', 'bot-aaaaaa', ['inbox', 'deploys']),
+        recorded('endpoint-ep_1', {
+          type: 'EndpointScopeChanged',
+          data: {
+            endpoint_id: 'ep_1',
+            queues: ['inbox', 'alerts'],
+            verbs: ['claim'],
+            removed_queues: ['deploys'],
+            moved_to: 'inbox',
+            changed_by: 'admin',
+            changed_at: at,
+          },
+        }),
+      )
+      .thenRows(async (db) => {
+        expect((await findEndpointBySlug(db, 'bot-aaaaaa'))?.queues).toEqual(['inbox', 'alerts']);
+      });
+  });
 });

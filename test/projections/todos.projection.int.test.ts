@@ -148,6 +148,30 @@ describe.runIf(await postgresAvailable())('todos read model: given events, then 
       });
   });
 
+  it('a moved todo is listed, counted and claimable on its new queue only', async () => {
+    await spec
+      .given(
+        created('td_1', 'deploys'),
+        recorded('todo-td_1', {
+          type: 'TodoMoved',
+          data: {
+            todo_id: 'td_1',
+            from_queue: 'deploys',
+            to_queue: 'inbox',
+            moved_by: 'admin',
+            moved_at: t(5),
+          },
+        }),
+      )
+      .thenRows(async (db) => {
+        expect(await findTodo(db, 'td_1')).toMatchObject({ queue: 'inbox', state: 'pending' });
+        const on = (queue: string) =>
+          pendingCandidates(db, { endpointId: 'ep_1', queues: [queue], after: undefined, limit: 10 });
+        expect((await on('inbox')).map((c) => c.id)).toEqual(['td_1']);
+        expect(await on('deploys')).toEqual([]);
+      });
+  });
+
   it('a failure that is not final returns the todo to pending', async () => {
     await spec
       .given(

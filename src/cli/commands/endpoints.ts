@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { printJson, printTable, say } from '../client/output.ts';
+import { CliExit } from '../support.ts';
 
 interface VendOut {
   id: string;
@@ -9,6 +10,7 @@ interface VendOut {
   mcp_url: string;
   token: string;
   queue: string;
+  queues: string[];
   verbs: string[];
   webhook: { webhook_id: string; ingest_url: string; trust_mode: string };
   mcp_json: unknown;
@@ -44,16 +46,20 @@ function expiry(raw: string): string {
   return at.toISOString();
 }
 
-/** `hookline endpoints vend|list|revoke` (spec 4.11, 4.12, and the revoke operation). */
+/** `hookline endpoints vend|list|update|revoke` (spec 4.11, 4.12, the scope change and the revoke operation). */
 export function registerEndpoints(program: Command): void {
   const endpoints = program
     .command('endpoints')
-    .description('vend, list and revoke MCP endpoints for your agents');
+    .description('vend, list, update and revoke MCP endpoints for your agents');
 
   withUrl(endpoints.command('vend'))
     .description('register (or reuse) an agent and mint its endpoint; the token is shown only now')
     .argument('<name>', 'agent name (the slug derives from it)')
-    .option('--queue <queue>', 'the queue the endpoint drains and its webhook feeds', 'inbox')
+    .option(
+      '--queue <queue>',
+      'a queue the endpoint drains (repeat for several, up to 16; default: inbox); its webhook feeds the first',
+      collect,
+    )
     .option('--verb <verb>', 'allow only this MCP verb (repeat for several; default: all)', collect)
     .option('--expires <when>', 'stop working after a duration (30m, 12h, 7d) or at a date-time', expiry)
     .option(
@@ -65,14 +71,15 @@ export function registerEndpoints(program: Command): void {
     .action(
       async (
         name: string,
-        opts: { queue: string; verb?: string[]; expires?: string; replayTarget?: string[] },
+        opts: { queue?: string[]; verb?: string[]; expires?: string; replayTarget?: string[] },
         cmd: Command,
       ) => {
         const api = clientFor(cmd);
         const out = await api.request<VendOut>('POST', '/api/v1/endpoints', {
           body: {
             name,
-            queue: opts.queue,
+            ...(opts.queue?.length === 1 ? { queue: opts.queue[0] } : {}),
+            ...(opts.queue && opts.queue.length > 1 ? { queues: opts.queue } : {}),
             ...(opts.verb ? { verbs: opts.verb } : {}),
             ...(opts.expires ? { expires_at: opts.expires } : {}),
             ...(opts.replayTarget ? { replay_targets: opts.replayTarget } : {}),
@@ -83,7 +90,7 @@ export function registerEndpoints(program: Command): void {
         say('');
         say(`  MCP URL      ${out.mcp_url}`);
         say(`  Token        ${out.token}`);
-        say(`  Queue        ${out.queue}`);
+        say(`  Queues       ${out.queues.join(', ')}`);
         say(`  Webhook      ${out.webhook.ingest_url}  (trust: ${out.webhook.trust_mode})`);
         say(`  Expires      ${out.expires_at ?? 'never'}`);
         say(`  Verbs        ${out.verbs.join(', ')}`);
@@ -107,6 +114,36 @@ export function registerEndpoints(program: Command): void {
         ['slug', 'agent', 'state', 'queues', 'expires', 'id'],
       );
     });
+
+  withUrl(endpoints.command('update'))
+    .description('change the queues an endpoint drains, or narrow its verbs')
+    .argument('<ref>', 'the endpoint slug or ep_ id')
+    .option('--queue <queue>', 'a queue it drains from now on (repeat for each; replaces the list)', collect)
+    .option('--verb <verb>', 'a verb it keeps (repeat for each; verbs only narrow)', collect)
+    .option(
+      '--move-to <queue>',
+      'move the pending and claimed todos of removed queues to this one (else removing such a queue is refused)',
+    )
+    .option('--json', 'machine-readable JSON output')
+    .action(
+      async (ref: string, opts: { queue?: string[]; verb?: string[]; moveTo?: string }, cmd: Command) => {
+        if (!opts.queue && !opts.verb) {
+          throw new CliExit('hookline: give --queue, --verb or both', 1, 'usage');
+        }
+        const api = clientFor(cmd);
+        const out = await api.request<EndpointOut>('PATCH', `/api/v1/endpoints/${encodeURIComponent(ref)}`, {
+          body: {
+            ...(opts.queue ? { queues: opts.queue } : {}),
+            ...(opts.verb ? { verbs: opts.verb } : {}),
+            ...(opts.moveTo ? { move_to: opts.moveTo } : {}),
+          },
+        });
+        if (wantsJson(cmd)) return printJson(out);
+        say(`Updated ${out.slug} (${out.id}).`);
+        say(`  Queues       ${out.queues.join(', ')}`);
+        say(`  Verbs        ${out.verbs.join(', ')}`);
+      },
+    );
 
   withUrl(endpoints.command('revoke'))
     .description('revoke an endpoint: its token, MCP sessions and todo pushes stop working')

@@ -1,6 +1,6 @@
 import { DomainError } from '../errors.ts';
 import { isGrantable } from '../friend/grant.ts';
-import { QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from '../queue.ts';
+import { MAX_QUEUES, QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from '../queue.ts';
 import type { Decider } from '../shared.ts';
 import {
   ENDPOINT_EVENT_TYPES,
@@ -26,7 +26,8 @@ export interface VendEndpoint {
   readonly agentName: string;
   readonly operator: string;
   readonly human: string;
-  readonly queue: string;
+  /** The queues it drains, 1 to 16; the first is where a webhook without a queue delivers. */
+  readonly queues: readonly string[];
   readonly verbs: readonly Verb[];
   readonly tokenHash: string;
   readonly webhookId: string;
@@ -65,25 +66,62 @@ export interface RevokeEndpoint {
   readonly human: string;
 }
 
-export type EndpointCommand = VendEndpoint | NarrowEndpoint | SetFriendRequests | RevokeEndpoint;
+/**
+ * The owner changes the queues an endpoint drains and narrows its verbs (PATCH /api/v1/endpoints
+ * /{ref}). A removed queue must hold no live (pending or claimed) todo unless `moveTo` names one
+ * of the remaining queues: the caller counts them (`liveTodos`, from the read model) and moves
+ * them before appending the change.
+ */
+export interface ChangeEndpointScope {
+  readonly type: 'ChangeEndpointScope';
+  readonly operator: string;
+  readonly human: string;
+  readonly queues?: readonly string[] | undefined;
+  readonly verbs?: readonly Verb[] | undefined;
+  readonly moveTo?: string | null | undefined;
+  /** Live todos per queue, as counted by the caller; a queue left out holds none. */
+  readonly liveTodos: Readonly<Record<string, number>>;
+}
+
+export type EndpointCommand =
+  | VendEndpoint
+  | ChangeEndpointScope
+  | NarrowEndpoint
+  | SetFriendRequests
+  | RevokeEndpoint;
+
+/** 1 to 16 distinct queue names, none of them `quarantine` (field: `queues`). */
+export function checkQueues(queues: readonly string[], field = 'queues'): void {
+  if (queues.length === 0 || queues.length > MAX_QUEUES) {
+    throw new DomainError('bad_request', `an endpoint drains 1 to ${MAX_QUEUES} queues`, { field });
+  }
+  for (const queue of queues) {
+    if (!QUEUE_PATTERN.test(queue)) throw new DomainError('bad_request', QUEUE_RULE, { field });
+    if (queue === QUARANTINE) {
+      throw new DomainError(
+        'bad_request',
+        '`quarantine` is reserved for held deliveries and cannot be vended',
+        { field },
+      );
+    }
+  }
+  const seen = new Set<string>();
+  for (const queue of queues) {
+    if (seen.has(queue)) throw new DomainError('bad_request', `queue ${queue} is named twice`, { field });
+    seen.add(queue);
+  }
+}
 
 /** The scope checks of a vend, run before anything is written (a refused vend mints nothing). */
 export function checkVendScope(
-  scope: { readonly queue: string; readonly verbs: readonly Verb[]; readonly expiresAt: Date | null },
+  scope: {
+    readonly queues: readonly string[];
+    readonly verbs: readonly Verb[];
+    readonly expiresAt: Date | null;
+  },
   now: Date,
 ): void {
-  if (!QUEUE_PATTERN.test(scope.queue)) {
-    throw new DomainError('bad_request', QUEUE_RULE, { field: 'queue' });
-  }
-  if (scope.queue === QUARANTINE) {
-    throw new DomainError(
-      'bad_request',
-      '`quarantine` is reserved for held deliveries and cannot be vended',
-      {
-        field: 'queue',
-      },
-    );
-  }
+  checkQueues(scope.queues, scope.queues.length === 1 ? 'queue' : 'queues');
   if (scope.verbs.length === 0) {
     throw new DomainError('bad_request', 'verbs must name at least one verb', { field: 'verbs' });
   }
@@ -114,7 +152,7 @@ export function decideEndpoint(command: EndpointCommand, state: EndpointState, n
             agent_id: command.agentId,
             agent_name: command.agentName,
             operator: command.operator,
-            queues: [command.queue],
+            queues: [...command.queues],
             verbs: [...command.verbs],
             token_hash: command.tokenHash,
             webhook_id: command.webhookId,
@@ -171,6 +209,8 @@ export function decideEndpoint(command: EndpointCommand, state: EndpointState, n
         },
       ];
     }
+    case 'ChangeEndpointScope':
+      return decideScopeChange(command, state, now);
     case 'RevokeEndpoint': {
       if (state.status === 'none' || state.operator !== command.operator) {
         throw new DomainError('not_found', 'no endpoint of yours has that slug or id');
@@ -188,6 +228,76 @@ export function decideEndpoint(command: EndpointCommand, state: EndpointState, n
       return never;
     }
   }
+}
+
+function decideScopeChange(command: ChangeEndpointScope, state: EndpointState, now: Date): EndpointEvent[] {
+  if (state.status === 'none' || state.operator !== command.operator) {
+    throw new DomainError('not_found', 'no endpoint of yours has that slug or id');
+  }
+  if (state.status === 'revoked') throw new DomainError('endpoint_revoked', 'the endpoint is revoked');
+  if (command.queues === undefined && command.verbs === undefined) {
+    throw new DomainError('bad_request', 'name queues, verbs or both');
+  }
+  if (state.friendId !== null) {
+    // Its queue and grant follow its friendship: narrow or revoke the friendship instead.
+    throw new DomainError(
+      'bad_request',
+      `endpoint ${state.slug} was minted by a friendship (${state.friendId}); narrow or revoke the friendship instead`,
+    );
+  }
+  const queues = command.queues ?? state.queues;
+  checkQueues(queues);
+  const verbs = command.verbs ?? (state.verbs as readonly Verb[]);
+  if (verbs.length === 0) {
+    throw new DomainError('bad_request', 'verbs must name at least one verb', { field: 'verbs' });
+  }
+  const added = verbs.filter((v) => !state.verbs.includes(v));
+  if (added.length > 0) {
+    throw new DomainError(
+      'bad_request',
+      `verbs may only narrow; this endpoint does not hold ${added.join(', ')} (vend a new endpoint for more)`,
+      { field: 'verbs' },
+    );
+  }
+  const removed = state.queues.filter((q) => !queues.includes(q));
+  const moveTo = command.moveTo ?? null;
+  if (moveTo !== null && !queues.includes(moveTo)) {
+    throw new DomainError(
+      'bad_request',
+      `move_to must be one of the endpoint's queues (${queues.join(', ')})`,
+      {
+        field: 'move_to',
+      },
+    );
+  }
+  if (moveTo === null) {
+    const held = removed.filter((q) => (command.liveTodos[q] ?? 0) > 0);
+    if (held.length > 0) {
+      const counts = held.map((q) => `${q} (${command.liveTodos[q]})`).join(', ');
+      throw new DomainError(
+        'conflict',
+        `queue ${counts} still holds pending or claimed todos; pass move_to naming a queue to move them to`,
+        { field: 'queues' },
+      );
+    }
+  }
+  const same = (a: readonly string[], b: readonly string[]) =>
+    a.length === b.length && a.every((x, i) => x === b[i]);
+  if (same(queues, state.queues) && same(verbs, state.verbs)) return [];
+  return [
+    {
+      type: 'EndpointScopeChanged',
+      data: {
+        endpoint_id: state.id,
+        queues: [...queues],
+        verbs: [...verbs],
+        removed_queues: removed,
+        moved_to: removed.length > 0 ? moveTo : null,
+        changed_by: command.human,
+        changed_at: now.toISOString(),
+      },
+    },
+  ];
 }
 
 export const endpointDecider: Decider<EndpointCommand, EndpointState, EndpointEvent> = {

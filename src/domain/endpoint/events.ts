@@ -22,7 +22,7 @@ export const EndpointVended = defineEvent(
     agent_id: z.string(),
     agent_name: z.string(),
     operator: z.string(),
-    /** The vended scope; one queue at vend time (spec 2.9), a list so scopes can grow. */
+    /** The vended scope: the queues it drains (1 to 16; the first is its default). */
     queues: z.array(z.string()),
     verbs: z.array(z.string()),
     token_hash: z.string(),
@@ -59,6 +59,24 @@ export const EndpointFriendRequestsSet = defineEvent(
   z.object({ endpoint_id: z.string(), accept: z.boolean(), set_by: z.string(), set_at: z.string() }),
 );
 
+/**
+ * The owner changed what the endpoint may do: the queues it drains (added or removed) and its
+ * verbs (narrowed only). `moved_to` names the queue that took the live todos of the removed
+ * queues (moved before this event, one `TodoMoved` each), null when the removed queues were empty.
+ */
+export const EndpointScopeChanged = defineEvent(
+  'EndpointScopeChanged',
+  z.object({
+    endpoint_id: z.string(),
+    queues: z.array(z.string()),
+    verbs: z.array(z.string()),
+    removed_queues: z.array(z.string()),
+    moved_to: z.string().nullable(),
+    changed_by: z.string(),
+    changed_at: z.string(),
+  }),
+);
+
 export const EndpointSlugReserved = defineEvent(
   'EndpointSlugReserved',
   z.object({ endpoint_id: z.string(), slug: z.string() }),
@@ -80,6 +98,7 @@ export const DoorbellRung = defineEvent(
 export const endpointEvents = [
   EndpointVended,
   EndpointNarrowed,
+  EndpointScopeChanged,
   EndpointFriendRequestsSet,
   EndpointRevoked,
 ] as const;

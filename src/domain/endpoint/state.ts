@@ -54,6 +54,9 @@ export function evolveEndpoint(state: EndpointState, event: EndpointEvent): Endp
     case 'EndpointFriendRequestsSet':
       if (state.status === 'none') return state;
       return { ...state, acceptFriendRequests: event.data.accept };
+    case 'EndpointScopeChanged':
+      if (state.status === 'none') return state;
+      return { ...state, queues: event.data.queues, verbs: event.data.verbs };
     case 'EndpointRevoked':
       if (state.status === 'none') return state;
       return { ...state, status: 'revoked', revokedAt: new Date(event.data.revoked_at) };

@@ -396,7 +396,43 @@ export type TodoCommand =
       readonly retryable: boolean;
       readonly maxAttempts: number;
     }
-  | { readonly type: 'ExpireLease'; readonly leaseId: string };
+  | { readonly type: 'ExpireLease'; readonly leaseId: string }
+  | MoveTodo;
+
+/**
+ * The endpoint's owner moves a live todo to another of the endpoint's queues (which the caller
+ * checked). An ended todo, or one already there, stays where it is.
+ */
+export interface MoveTodo {
+  readonly type: 'MoveTodo';
+  readonly operator: string;
+  readonly human: string;
+  readonly toQueue: string;
+}
+
+export function decideMove(command: MoveTodo, state: TodoState, now: Date): TodoEvent[] {
+  if (state.status === 'none' || state.operator !== command.operator) {
+    throw new DomainError('not_found', 'no todo of yours has that id');
+  }
+  if (command.toQueue === QUARANTINE) {
+    throw new DomainError('bad_request', '`quarantine` is reserved for held deliveries', {
+      field: 'move_to',
+    });
+  }
+  if (!isLive(state.status) || state.queue === command.toQueue || state.queue === QUARANTINE) return [];
+  return [
+    {
+      type: 'TodoMoved',
+      data: {
+        todo_id: state.id,
+        from_queue: state.queue,
+        to_queue: command.toQueue,
+        moved_by: command.human,
+        moved_at: now.toISOString(),
+      },
+    },
+  ];
+}
 
 export function decideTodo(command: TodoCommand, state: TodoState, now: Date): TodoEvent[] {
   switch (command.type) {
@@ -414,6 +450,8 @@ export function decideTodo(command: TodoCommand, state: TodoState, now: Date): T
       return decideFail(command, command.caller, state, now);
     case 'ExpireLease':
       return decideExpire(command.leaseId, state, now);
+    case 'MoveTodo':
+      return decideMove(command, state, now);
     default: {
       const never: never = command;
       return never;

@@ -112,6 +112,21 @@ export const TodoFailed = defineEvent(
 );
 
 /**
+ * The owner moved a live todo to another queue of its endpoint (the endpoint stops draining its
+ * queue: PATCH /api/v1/endpoints/{ref} with `move_to`). A claim, if any, stays with its holder.
+ */
+export const TodoMoved = defineEvent(
+  'TodoMoved',
+  z.object({
+    todo_id: z.string(),
+    from_queue: z.string(),
+    to_queue: z.string(),
+    moved_by: z.string(),
+    moved_at: z.string(),
+  }),
+);
+
+/**
  * The idempotency key reservation `todo-key-<endpoint id>-<sha256(key)>` (design.md: a key is
  * unique per endpoint among live todos). Appended with the revision read, so of two racing
  * pushes exactly one reserves; released when the todo ends, after which the key is free again.
@@ -133,12 +148,13 @@ export const drainEvents = [
   TodoCompleted,
   TodoFailed,
 ] as const;
-export const todoEvents = [TodoCreated, ...drainEvents] as const;
+export const todoEvents = [TodoCreated, ...drainEvents, TodoMoved] as const;
 export const todoKeyEvents = [TodoKeyReserved, TodoKeyReleased] as const;
 
 /** The moves of the drain verbs (claim, heartbeat, release, expiry, complete, fail). */
 export type DrainEvent = z.infer<(typeof drainEvents)[number]>;
 export type TodoEvent = z.infer<(typeof todoEvents)[number]>;
+export type TodoMovedEvent = z.infer<typeof TodoMoved>;
 export type TodoKeyEvent = z.infer<(typeof todoKeyEvents)[number]>;
 
 export const TODO_EVENT_TYPES = typesOf(todoEvents);

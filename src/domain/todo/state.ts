@@ -65,6 +65,8 @@ export function evolveTodo(state: TodoState, event: TodoEvent): TodoState {
   }
   if (state.status === 'none') return state;
   switch (event.type) {
+    case 'TodoMoved':
+      return { ...state, queue: event.data.to_queue };
     case 'TodoClaimed': {
       const d = event.data;
       return {

@@ -116,9 +116,20 @@ export function evolveWebhook(state: WebhookState, event: WebhookEvent): Webhook
 export const applyAll = (state: WebhookState, events: readonly WebhookEvent[]): WebhookState =>
   events.reduce(evolveWebhook, state);
 
-/** The default target: the first route matching the event type, else the webhook's own queue. */
-export function defaultQueue(state: WebhookState, eventType: string | null): string | null {
+/**
+ * The default target: the first route matching the event type, else the webhook's own queue.
+ * Given the queues its owner drains now, a target the owner has stopped draining (a queue removed
+ * after the webhook or route named it) gives way to the owner's first queue: never a todo on a
+ * queue nobody drains.
+ */
+export function defaultQueue(
+  state: WebhookState,
+  eventType: string | null,
+  ownerQueues?: readonly string[],
+): string | null {
   if (state.webhook.status !== 'active') return null;
   const route = state.routes.find((r) => r.event_type === null || r.event_type === eventType);
-  return route?.queue ?? state.webhook.queue;
+  const target = route?.queue ?? state.webhook.queue;
+  if (ownerQueues === undefined || ownerQueues.length === 0 || ownerQueues.includes(target)) return target;
+  return ownerQueues[0]!;
 }

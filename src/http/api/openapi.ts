@@ -86,9 +86,30 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
           responses: {
             201: { description: 'Vended; the token appears only here', content: json('VendEndpointOut') },
             400: problem(
-              'Invalid body, missing name, reserved queue, or a refused replay target; nothing minted.',
+              'Invalid body, missing name, reserved queue, both queue and queues, or a refused replay target; nothing minted.',
             ),
             401: unauthorized,
+          },
+        },
+      },
+      '/endpoints/{ref}': {
+        patch: {
+          operationId: 'updateEndpoint',
+          summary: 'Change the queues an endpoint drains, or narrow its verbs',
+          description:
+            'Recorded as one event on the endpoint. Removing a queue that holds pending or claimed todos needs `move_to`, which moves them first.',
+          parameters: [refParam],
+          requestBody: { required: true, content: json('UpdateEndpointIn') },
+          responses: {
+            200: { description: 'The endpoint as it is now', content: json('EndpointOut') },
+            400: problem(
+              'Invalid body, reserved or malformed queue, more than 16 queues, a verb the endpoint does not hold, or move_to outside the new queues.',
+            ),
+            401: unauthorized,
+            404: problem('No endpoint of the caller has that slug or id.'),
+            409: problem(
+              'A removed queue still holds pending or claimed todos and no move_to was given, or the endpoint is revoked.',
+            ),
           },
         },
       },

@@ -4,6 +4,8 @@ import { listAgents } from '../../../projections/agents.queries.ts';
 import { listEndpoints } from '../../../projections/endpoints.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { DEFAULT_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
+import { DEFAULT_QUEUE } from '../../domain/queue.ts';
+import { changeEndpointScope } from '../../endpoints/change.ts';
 import { revokeEndpoint } from '../../endpoints/revoke.ts';
 import { vendEndpoint } from '../../endpoints/vend.ts';
 import { HooklineError } from '../../errors.ts';
@@ -15,7 +17,7 @@ import { pushTodo } from '../../todos/push.ts';
 import { buildOpenApi } from './openapi.ts';
 import { endpointRowOut, endpointStateOut, vendedOut } from './present.ts';
 import { checkReplayTargetAtVend } from './replay-targets.ts';
-import { PushTodoIn, RefParam, VendEndpointIn } from './schemas.ts';
+import { PushTodoIn, RefParam, UpdateEndpointIn, VendEndpointIn } from './schemas.ts';
 
 export interface ApiDeps {
   readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
@@ -125,7 +127,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
           operator: p.operator,
           human: p.human,
           name: body.name,
-          queue: body.queue,
+          queues: body.queues ?? [body.queue ?? DEFAULT_QUEUE],
           verbs: body.verbs ? normalizeVerbs(body.verbs) : [...DEFAULT_VERBS],
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
           replayTargets: body.replay_targets ?? [],
@@ -134,6 +136,27 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
       await settle(vended.position);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send(vendedOut(config.baseUrl, vended));
+    });
+
+    secured.patch<{ Params: { ref: string } }>('/endpoints/:ref', async (request) => {
+      const p = principal(request);
+      const ref = RefParam.parse(request.params.ref);
+      const body = UpdateEndpointIn.parse(request.body ?? undefined);
+      // The live todos of a removed queue are counted in the todos read model: let it catch up.
+      await settle(await store.headPosition(), 'todos');
+      const { state, position } = await changeEndpointScope(
+        { store, clock, db },
+        {
+          ref,
+          operator: p.operator,
+          human: p.human,
+          queues: body.queues,
+          verbs: body.verbs ? normalizeVerbs(body.verbs) : undefined,
+          moveTo: body.move_to,
+        },
+      );
+      await settle(position, 'endpoints');
+      return endpointStateOut(config.baseUrl, state);
     });
 
     secured.post<{ Params: { ref: string } }>('/endpoints/:ref/revoke', async (request) => {

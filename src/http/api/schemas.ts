@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { agentNameSchema } from '../../domain/agent/name.ts';
 import { ALL_VERBS } from '../../domain/endpoint/verbs.ts';
-import { DEFAULT_QUEUE, queueNameSchema } from '../../domain/queue.ts';
+import { MAX_QUEUES, queueNameSchema } from '../../domain/queue.ts';
 import { todoKeySchema, todoKindSchema, todoTitleSchema } from '../../domain/todo/input.ts';
 
 /**
@@ -24,8 +24,18 @@ export const VendEndpointIn = z
   .strictObject({
     name: agentNameSchema.describe('The agent name; vending again under the same name reuses the agent.'),
     queue: queueNameSchema
-      .default(DEFAULT_QUEUE)
-      .describe('The single queue the endpoint drains and its webhook routes to; `quarantine` is reserved.'),
+      .optional()
+      .describe(
+        'The queue the endpoint drains and its webhook routes to (default `inbox`); `quarantine` is reserved.',
+      ),
+    queues: z
+      .array(queueNameSchema)
+      .min(1)
+      .max(MAX_QUEUES)
+      .optional()
+      .describe(
+        'Instead of `queue`: 1 to 16 queues the endpoint drains; its webhook routes to the first. Not with `queue`.',
+      ),
     verbs: z
       .array(
         z.enum(ALL_VERBS, {
@@ -46,7 +56,35 @@ export const VendEndpointIn = z
       .optional()
       .describe('HTTPS URLs the endpoint may replay deliveries to, fixed at vend time (release 0.4.0).'),
   })
+  .refine((v) => v.queue === undefined || v.queues === undefined, {
+    message: 'give queue or queues, not both',
+    path: ['queues'],
+  })
   .register(apiSchemas, { id: 'VendEndpointIn' });
+
+export const UpdateEndpointIn = z
+  .strictObject({
+    queues: z
+      .array(queueNameSchema)
+      .min(1)
+      .max(MAX_QUEUES)
+      .optional()
+      .describe('The queues the endpoint drains from now on (1 to 16); `quarantine` is reserved.'),
+    verbs: z
+      .array(z.enum(ALL_VERBS))
+      .min(1)
+      .optional()
+      .describe('The verbs it keeps: a subset of those it holds (verbs only narrow).'),
+    move_to: queueNameSchema
+      .optional()
+      .describe(
+        'One of the new queues: the pending and claimed todos of removed queues move there. Without it, removing a queue that holds any is refused (409).',
+      ),
+  })
+  .refine((v) => v.queues !== undefined || v.verbs !== undefined, {
+    message: 'name queues, verbs or both',
+  })
+  .register(apiSchemas, { id: 'UpdateEndpointIn' });
 
 export const VendWebhookOut = z
   .object({
@@ -66,7 +104,8 @@ export const VendEndpointOut = z
     token: z
       .string()
       .describe('The endpoint bearer (`hlk_…`), returned exactly once and never retrievable again.'),
-    queue: z.string(),
+    queue: z.string().describe('The first of `queues`: where its webhook routes.'),
+    queues: z.array(z.string()),
     verbs: z.array(z.string()),
     webhook: VendWebhookOut,
     mcp_json: z

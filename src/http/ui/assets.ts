@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 
 export interface Asset {
-  readonly body: Buffer;
   readonly type: string;
   /** Short content hash: part of the URL, so a changed file is a new URL. */
   readonly version: string;
-  readonly etag: string;
 }
 
 export type Assets = ReadonlyMap<string, Asset>;
@@ -27,13 +27,13 @@ const sources: Record<string, { path: string; type: string }> = {
   },
 };
 
-/** Reads every static file once at start; they are served from memory. */
+/** Hashes every static file once at start: the version in the URLs the templates link to. */
 export function loadAssets(): Assets {
   const assets = new Map<string, Asset>();
   for (const [name, { path, type }] of Object.entries(sources)) {
     const body = readFileSync(path);
     const hash = createHash('sha256').update(body).digest('base64url');
-    assets.set(name, { body, type, version: hash.slice(0, 10), etag: `"${hash.slice(0, 22)}"` });
+    assets.set(name, { type, version: hash.slice(0, 10) });
   }
   return assets;
 }
@@ -46,24 +46,38 @@ export const assetUrl = (assets: Assets, name: string): string => {
 };
 
 /**
- * GET /static/<name>. A request carrying the current version is cached for a year (immutable):
- * the templates always link the versioned URL. Anything else is cached briefly and revalidated.
+ * GET /static/<name>, served by @fastify/static from this folder and htmx's own package folder,
+ * and only the files named above. A request carrying the current version is cached for a year
+ * (immutable): the templates always link the versioned URL. Anything else is cached briefly and
+ * revalidated with the ETag.
  */
-export function registerAssetRoutes(app: FastifyInstance, assets: Assets): void {
-  app.get<{ Params: { name: string }; Querystring: { v?: string } }>(
-    '/static/:name',
-    async (request, reply) => {
-      const asset = assets.get(request.params.name);
-      if (!asset) return reply.callNotFound();
-      reply
-        .header('content-type', asset.type)
-        .header('etag', asset.etag)
-        .header(
-          'cache-control',
-          request.query.v === asset.version ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
-        );
-      if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
-      return reply.send(asset.body);
-    },
-  );
+export async function registerAssetRoutes(app: FastifyInstance, assets: Assets): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode !== 200 && reply.statusCode !== 304) return payload;
+      const name = request.url.slice('/static/'.length).split('?')[0] ?? '';
+      const version = (request.query as { v?: string }).v;
+      const asset = assets.get(name);
+      // The registered type (text/javascript, RFC 9239), not the mime table's older name.
+      if (asset && reply.statusCode === 200) reply.header('content-type', asset.type);
+      reply.header(
+        'cache-control',
+        version !== undefined && version === asset?.version
+          ? 'public, max-age=31536000, immutable'
+          : 'public, max-age=300',
+      );
+      return payload;
+    });
+    await scope.register(fastifyStatic, {
+      root: [...new Set(Object.values(sources).map((s) => dirname(s.path)))],
+      prefix: '/static/',
+      // Only the files named above; each exists in one of the two folders.
+      allowedPath: (pathName) => Object.hasOwn(sources, pathName.slice(1)),
+      cacheControl: false,
+      lastModified: false,
+      index: false,
+      list: false,
+      dotfiles: 'deny',
+    });
+  });
 }

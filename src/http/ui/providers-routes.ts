@@ -7,9 +7,9 @@ import { HooklineError } from '../../errors.ts';
 import type { Ingestion } from '../../ingest/index.ts';
 import { isTrustedPeer, parseTrustedProxies } from '../../ingest/source-ip.ts';
 import { generateToken, hashToken } from '../../ingest/token.ts';
+import { registerForms } from '../forms.ts';
 import { refuseCrossSite } from '../same-origin.ts';
 import { renderFragment } from './fragments.ts';
-import { securityHeaders } from './security.ts';
 
 export interface ProviderRoutesDeps {
   readonly config: Config;
@@ -89,20 +89,7 @@ export function createProviderRoutes(deps: ProviderRoutesDeps): FastifyPluginAsy
     async (app) => {
       await app.register(async (scope) => {
         refuseCrossSite(scope, config);
-        // These routes answer HTML fragments (and problems) outside the UI plugin: the same headers.
-        scope.addHook('onSend', async (_request, reply) => {
-          for (const [name, value] of Object.entries(securityHeaders)) reply.header(name, value);
-        });
-        if (scope.hasContentTypeParser('application/x-www-form-urlencoded')) {
-          scope.removeContentTypeParser('application/x-www-form-urlencoded');
-        }
-        scope.addContentTypeParser(
-          'application/x-www-form-urlencoded',
-          { parseAs: 'string' },
-          (_req, body, done) => {
-            done(null, Object.fromEntries(new URLSearchParams(body as string)));
-          },
-        );
+        await registerForms(scope);
 
         scope.post('/providers', async (request, reply) => {
           const name = field(request, 'name')?.trim() ?? '';

@@ -113,6 +113,14 @@ function historyEntry(e: TodoEvent, slug: string): HistoryEntry {
         who: slug,
         detail: `attempt ${e.data.attempt} of ${e.data.max_attempts}: ${e.data.reason}`,
       };
+    case 'TodoMoved':
+      return {
+        type: e.type,
+        what: 'Moved',
+        at: e.data.moved_at,
+        who: e.data.moved_by,
+        detail: `from queue ${e.data.from_queue} to ${e.data.to_queue}`,
+      };
     default: {
       const never: never = e;
       return never;

@@ -20,7 +20,7 @@ const vend: VendEndpoint = {
   agentName: 'Triage Bot',
   operator: 'admin',
   human: 'admin',
-  queue: 'inbox',
+  queues: ['inbox'],
   verbs: ['list_todos', 'claim'],
   tokenHash: 'a'.repeat(64),
   webhookId: 'wh_aaaaaaaaaaaaaaaaaaaa',
@@ -63,7 +63,7 @@ describe('endpoint: vend', () => {
     for (const queue of ['quarantine', 'Inbox', '']) {
       const refused = spec
         .given()
-        .when({ ...vend, queue })
+        .when({ ...vend, queues: [queue] })
         .thenThrows('bad_request');
       expect(status(refused.code)).toBe(400);
       expect(refused.extensions.field).toBe('queue');

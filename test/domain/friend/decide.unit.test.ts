@@ -290,7 +290,7 @@ describe('no command sequence gives a friend a verb outside the grantable set (f
                 agentName: 'Build Bot',
                 operator: 'alice',
                 human: 'alice',
-                queue: 'handback',
+                queues: ['handback'],
                 verbs: s.verbs as never,
                 tokenHash: 'a'.repeat(64),
                 webhookId: '',

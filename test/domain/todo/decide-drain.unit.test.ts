@@ -38,7 +38,7 @@ const claim = (leaseId: string, leaseMs: number, who = caller): TodoCommand => (
 const claimed = (leaseId = 'ls_1', leaseMs = 60_000): TodoEvent =>
   spec.given(created).when(claim(leaseId, leaseMs)).events()[0]!;
 const drain = (events: readonly TodoEvent[]): DrainEvent[] =>
-  events.flatMap((e) => (e.type === 'TodoCreated' ? [] : [e]));
+  events.flatMap((e) => (e.type === 'TodoCreated' || e.type === 'TodoMoved' ? [] : [e]));
 
 describe('todo lifecycle (given events, when a command, then events)', () => {
   it('given a pending todo, when claimed, then TodoClaimed with a lease running leaseMs', () => {
@@ -165,5 +165,55 @@ describe('todo lifecycle (given events, when a command, then events)', () => {
         .when(fail('ls_1', false, 'bad input'), at(1))
         .stateAfter(),
     ).toMatchObject({ status: 'failed', attempts: 1, lastFailure: 'bad input' });
+  });
+});
+
+describe('todo: moved to another queue by its owner', () => {
+  const move = { type: 'MoveTodo', operator: 'alice', human: 'alice', toQueue: 'deploys' } as const;
+
+  it('given a pending todo, when moved, then TodoMoved and the todo is on the new queue', () => {
+    const when = spec.given(created).when(move);
+    when.thenEvents([
+      {
+        type: 'TodoMoved',
+        data: {
+          todo_id: 'td_1',
+          from_queue: 'inbox',
+          to_queue: 'deploys',
+          moved_by: 'alice',
+          moved_at: T0.toISOString(),
+        },
+      },
+    ]);
+    const after = when.stateAfter();
+    expect(after.status === 'pending' && after.queue).toBe('deploys');
+  });
+
+  it('given a claimed todo, when moved, then its lease stays with the holder', () => {
+    const after = spec.given(created, claimed()).when(move).stateAfter();
+    expect(after).toMatchObject({ status: 'claimed', queue: 'deploys', lease: { id: 'ls_1' } });
+  });
+
+  it('given an ended todo, or one already there, nothing moves; a foreign operator hears not found', () => {
+    const completed = spec
+      .given(created, claimed())
+      .when({ type: 'Complete', caller, leaseId: 'ls_1', result: null })
+      .events();
+    spec
+      .given(created, claimed(), ...completed)
+      .when(move)
+      .thenNothing();
+    spec
+      .given(created)
+      .when({ ...move, toQueue: 'inbox' })
+      .thenNothing();
+    spec
+      .given(created)
+      .when({ ...move, operator: 'mallory' })
+      .thenThrows('not_found');
+    spec
+      .given(created)
+      .when({ ...move, toQueue: 'quarantine' })
+      .thenThrows('bad_request');
   });
 });

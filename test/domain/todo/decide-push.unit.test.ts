@@ -34,7 +34,7 @@ function endpointWith(
       agentName: 'bot',
       operator: 'admin',
       human: 'admin',
-      queue: queues[0] ?? 'inbox',
+      queues: queues.length > 0 ? queues : ['inbox'],
       verbs: ['claim'],
       tokenHash: 'b'.repeat(64),
       webhookId: 'wh_aaaaaaaaaaaaaaaaaaaa',
@@ -43,9 +43,9 @@ function endpointWith(
     })
     .events();
   if (vended?.type !== 'EndpointVended') throw new Error('no vend');
-  const widened: EndpointEvent = { ...vended, data: { ...vended.data, queues } };
+  const scoped: EndpointEvent = { ...vended, data: { ...vended.data, queues } };
   return deciderSpec(endpointDecider, now)
-    .given(widened, ...extra)
+    .given(scoped, ...extra)
     .state();
 }
 

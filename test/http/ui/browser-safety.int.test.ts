@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { securityHeaders } from '../../../src/http/ui/security.ts';
+import { policyOf, uiDirectives } from '../../../src/http/security-headers.ts';
 import { startTestServer, type TestServer } from './support.ts';
 
 const BASE_URL = 'https://hooks.example.com';
@@ -23,6 +23,23 @@ const post = (url: string, fields: Record<string, string>, headers: Record<strin
 
 const SAME_ORIGIN = { 'sec-fetch-site': 'same-origin' };
 
+const securityHeaders = {
+  'content-security-policy':
+    "default-src 'none';script-src 'self';style-src 'self';img-src 'self';connect-src 'self';" +
+    "form-action 'self';base-uri 'none';frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  // An https base URL: browsers are told to stay on https.
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+};
+
+it('documents the policy it sends', () => {
+  expect(policyOf(uiDirectives)).toBe(securityHeaders['content-security-policy']);
+});
+
 function expectSecurityHeaders(res: { headers: Record<string, unknown> }, what: string): void {
   for (const [name, value] of Object.entries(securityHeaders)) {
     expect(res.headers[name], `${what}: ${name}`).toBe(value);
@@ -45,7 +62,7 @@ describe('browser safety of the form posts (docs/reference/screens.md, Browser s
     const invalid = await post('/providers', { name: 'Bad Name' }, SAME_ORIGIN);
     expect(invalid.statusCode).toBe(400);
     expectSecurityHeaders(invalid, 'a 400 problem');
-    for (const url of ['/', '/log', '/providers', '/settings']) {
+    for (const url of ['/', '/log', '/providers', '/settings', '/static/app.css', '/api/v1/openapi.json']) {
       expectSecurityHeaders(await s.app.inject({ url }), `GET ${url}`);
     }
   });
