@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
+import { createA2aRoutes } from './http/a2a/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createFriendsRoutes } from './http/api/friends.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
@@ -89,17 +90,18 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
       options: options.stream,
     }),
   );
-  await app.register(createUi(runtime, live));
+  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route;
+  // a friend endpoint's bearer is sealed at approval until its requester collects it.
+  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
+  await app.register(createUi(runtime, live, { secretBox }));
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
-  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route;
-  // a friend endpoint's bearer is sealed at approval until its requester collects it.
-  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
+  await app.register(createA2aRoutes({ runtime, secretBox })); // /a2a/<slug>: Agent Card and friend requests
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
   const followUps = createFollowUps({ logger: runtime.logger });
   runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
