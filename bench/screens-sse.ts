@@ -66,14 +66,24 @@ function describe(name: string, r: GroupResult): string {
   ].join('\n');
 }
 
+/** One run's headline figures, for the summary of several runs. */
+export interface SseRun {
+  readonly p99: number;
+  readonly storeP99: number;
+  readonly fromSubscriberP99: number;
+  /** The probes' subscriber-to-client p99 (NaN without probes). */
+  readonly probeFromSubscriberP99: number;
+  readonly everyDeliveryOnce: boolean;
+}
+
 export async function sseBench(
   clients: number,
   rate: number,
   seconds: number,
   probes: number,
-): Promise<void> {
+): Promise<SseRun> {
   const probeCount = Math.min(probes, Math.max(0, clients - 1));
-  await withDatabase(async (databaseUrl) => {
+  return withDatabase(async (databaseUrl): Promise<SseRun> => {
     const server = await startServer(databaseUrl);
     const total = rate * seconds;
     const groups: Group[] = [];
@@ -136,6 +146,14 @@ export async function sseBench(
           `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; ${formatMemory(memory)}`,
         ].join('\n'),
       );
+      const probe = results[groups.findIndex((g) => g.name === 'probe')];
+      return {
+        p99: all.percentile(0.99),
+        storeP99: injected.storeP99,
+        fromSubscriberP99: allFromSubscriber.percentile(0.99),
+        probeFromSubscriberP99: probe ? probe.fromSubscriber.percentile(0.99) : Number.NaN,
+        everyDeliveryOnce: complete === clients && duplicates === 0,
+      };
     } finally {
       await Promise.all(groups.map((g) => g.worker.terminate()));
       server.child.send({ cmd: 'stop' });

@@ -12,19 +12,21 @@
  *    then GET /log with each filter (htmx fragment) and the full page, p50/p95 over Q requests.
  *
  * The server runs in a child process (its own event loop), the clients in worker threads.
- * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --rows 1000000
- *   --requests 200 --only sse|log]`. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --runs 1
+ *   --rows 1000000 --requests 200 --only sse|log]`; with --runs N the SSE half runs N times (a fresh
+ *   database and server each) and ends with each run's p99s and their medians. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
-import { sseBench } from './screens-sse.ts';
+import { type SseRun, sseBench } from './screens-sse.ts';
 
 const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '1000' },
     probes: { type: 'string', default: '10' },
+    runs: { type: 'string', default: '1' },
     rate: { type: 'string', default: '500' },
     seconds: { type: 'string', default: '10' },
     rows: { type: 'string', default: '1000000' },
@@ -112,7 +114,30 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 console.log(`load average ${load()} on ${os.cpus().length} cores`);
-if (!args.only || args.only === 'sse')
-  await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds), Number(args.probes));
+if (!args.only || args.only === 'sse') {
+  const runs: SseRun[] = [];
+  const count = Math.max(1, Number(args.runs));
+  for (let i = 1; i <= count; i++) {
+    if (count > 1) console.log(`sse run ${i} of ${count}, load average ${load()}`);
+    runs.push(
+      await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds), Number(args.probes)),
+    );
+  }
+  if (count > 1) {
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+    const column = (name: string, pick: (r: SseRun) => number) =>
+      `  ${name.padEnd(40)} ${runs.map((r) => pick(r).toFixed(1).padStart(8)).join('')}   median ${median(runs.map(pick)).toFixed(1)}`;
+    console.log(
+      [
+        `sse: ${count} runs, p99 in ms`,
+        column('received_at to client', (r) => r.p99),
+        column('append to subscriber', (r) => r.storeP99),
+        column('subscriber to client', (r) => r.fromSubscriberP99),
+        column('subscriber to client, probes', (r) => r.probeFromSubscriberP99),
+        `  every client every delivery once: ${runs.map((r) => (r.everyDeliveryOnce ? 'yes' : 'NO')).join(', ')}`,
+      ].join('\n'),
+    );
+  }
+}
 if (!args.only || args.only === 'log') await logBench();
 console.log(`load average ${load()}`);

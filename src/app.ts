@@ -4,12 +4,14 @@ import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
 import { createA2aRoutes } from './http/a2a/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
+import { createEventRoutes } from './http/api/events.ts';
 import { createFriendsRoutes } from './http/api/friends.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { securityHeadersPlugin } from './http/security-headers.ts';
 import { type StreamOptions, streamPlugin } from './http/stream.ts';
@@ -70,7 +72,6 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
 
   // Surfaces (one line each):
   const ingestion = createIngestion({ store: runtime.store, config, clock: runtime.clock, db: runtime.db });
-  await app.register(createWebhookRoutes({ config, ingestion }));
   await app.register(createProviderRoutes({ config, ingestion }));
   // Broker consumers share the receivers' recorder and provider directory, so a toggle is seen at once.
   let broker: Awaited<ReturnType<typeof startBrokerConsumers>>;
@@ -99,6 +100,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
   await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
+  await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
   await app.register(createA2aRoutes({ runtime, secretBox })); // /a2a/<slug>: Agent Card and friend requests
@@ -118,7 +120,12 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
   });
-  await app.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
+  await app.register(async (receivers) => {
+    await limitRequests(receivers, config.receiverRateLimit);
+    await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
+    await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
+  });
 
   return app;
 }

@@ -104,6 +104,12 @@ export const envSchema = z
           'expected a key of 43 or more base64 or base64url characters (32 bytes or more), such as the output of `openssl rand -base64 32`',
       })
       .optional(),
+    HOOKLINE_RECEIVER_RATE_LIMIT: intIn(
+      0,
+      1_000_000,
+      'a number of requests (0 turns the limit off)',
+    ).optional(),
+    HOOKLINE_RECEIVER_RATE_WINDOW_S: intIn(1, 86_400, 'a number of seconds').default(60),
     HOOKLINE_SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000, 'a number of milliseconds').default(10_000),
   })
   .superRefine((env, ctx) => {
@@ -154,6 +160,11 @@ export interface Config {
     claimIdleMs: number;
   }>;
   readonly secretKey: string | undefined;
+  /**
+   * Requests each source address may make to the receivers per window; 0 is no limit. Unset:
+   * no limit when listening on a loopback address (a laptop), 600 a minute otherwise.
+   */
+  readonly receiverRateLimit: Readonly<{ max: number; windowS: number }>;
   readonly shutdownTimeoutMs: number;
   readonly version: string;
 }
@@ -174,6 +185,13 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** The receivers' limit per source address and minute when listening beyond loopback. */
+export const DEFAULT_RECEIVER_RATE_LIMIT = 600;
+
+/** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
+export const isLoopbackAddress = (host: string): boolean =>
+  /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i.test(host);
 
 /** Parses the environment once. A bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
@@ -219,6 +237,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
       claimIdleMs: e.HOOKLINE_BROKER_CLAIM_IDLE_MS,
     },
     secretKey: e.HOOKLINE_SECRET_KEY,
+    receiverRateLimit: {
+      max: e.HOOKLINE_RECEIVER_RATE_LIMIT ?? (isLoopbackAddress(host) ? 0 : DEFAULT_RECEIVER_RATE_LIMIT),
+      windowS: e.HOOKLINE_RECEIVER_RATE_WINDOW_S,
+    },
     shutdownTimeoutMs: e.HOOKLINE_SHUTDOWN_TIMEOUT_MS,
     version,
   });

@@ -1,8 +1,10 @@
 import type { Logger } from './logger.ts';
 
 /**
- * What a receiver does once its delivery is durable: mint the todo, ring the doorbell, record the
- * disposition. The sender's answer waits for it only up to a bound (issue 24: no request to a
+ * What a receiver does once its delivery is durable, where the hand-off was not written with it
+ * (src/todos/hand-off.ts): a retry finishing a delivery whose todo was never written, or every
+ * delivery on a store without a multi-stream transaction (EventStoreDB): mint the todo, ring the
+ * doorbell, record the disposition. The sender's answer waits for it only up to a bound (issue 24: no request to a
  * receiver waits unboundedly once its delivery is durable). Past the bound the request answers
  * (the delivery is in the log) and the work goes on: a warning names the step it was on, and its
  * late end, or its failure, is logged as well. A failure within the bound is the request's, as

@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { registerAgents } from './commands/agents.ts';
 import { registerEndpoints } from './commands/endpoints.ts';
 import { registerEvents } from './commands/events.ts';
+import { registerForward } from './commands/forward.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerLogout } from './commands/logout.ts';
 import { registerMigrate } from './commands/migrate.ts';
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerTodos(program);
   registerProviders(program);
   registerEvents(program);
+  registerForward(program);
 
   return program;
 }

@@ -296,6 +296,9 @@ export async function createEventStoreDbStore(
 
     append(streamId, events, opts = {}): Promise<AppendResult> {
       if (closed) return Promise.reject(new StoreUnavailableError('the event store is closed'));
+      // A stamp needs an atomic append, which this adapter does not have (port.ts).
+      if (events.some((e) => e.stamp !== undefined))
+        return Promise.reject(new TypeError('only an atomic append may stamp an event'));
       const p = append(streamId, events, opts.expectedRevision ?? 'any');
       inFlight.add(p);
       void p.catch(() => {}).finally(() => inFlight.delete(p));

@@ -30,6 +30,25 @@ export interface EventData {
   /** Optional JSON metadata bytes. */
   readonly metadata?: Uint8Array;
   readonly contentType?: ContentType;
+  /** appendAtomic only: a number the store writes into `data` once the revisions are known. */
+  readonly stamp?: RevisionStamp;
+}
+
+/** The width in bytes of a stamp's place in an event's data. */
+export const STAMP_WIDTH = 20;
+
+/**
+ * Events appended together sometimes name each other (a todo names the delivery it was born of by
+ * its revision), and no revision is known before the append holds its streams. A stamp asks the
+ * store to write, into `STAMP_WIDTH` bytes of spaces at `offset` of the event's data, the revision
+ * of the first event that the same atomic append writes to `streamId`, plus `add`, in decimal and
+ * left-aligned (the rest stays spaces, so a JSON number stays JSON).
+ */
+export interface RevisionStamp {
+  /** Another part of the same atomic append; it must write at least one event. */
+  readonly streamId: string;
+  readonly add: number;
+  readonly offset: number;
 }
 
 export interface RecordedEvent {
@@ -106,6 +125,7 @@ export interface EventStore {
    * stream. Results come in the order of the parts. The SQL adapters have it (one round trip,
    * within the group commit). EventStoreDB through @eventstore/db-client has no multi-stream
    * transaction, so that adapter leaves it out and callers append one stream after another.
+   * Only here may an event carry a stamp (EventData.stamp).
    */
   appendAtomic?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
 

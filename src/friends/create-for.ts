@@ -7,7 +7,7 @@ import { decidePushTarget } from '../domain/todo/decide.ts';
 import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import { isId } from '../ids.ts';
-import { handOff, type PushDeps, type Pushed } from '../todos/push.ts';
+import { handOffTodo, type PushDeps, type Pushed } from '../todos/push.ts';
 
 export interface CreateForInput {
   /** The endpoint calling create_for, as authenticated for this very request. */
@@ -59,7 +59,7 @@ export async function createFor(deps: PushDeps, input: CreateForInput): Promise<
   const target = (await loadEndpoint(deps.store, targetId)).state;
   if (target.status === 'none') throw new HooklineError('not_found', NO_EDGE);
   const decided = decidePushTarget(target, target.operator, queue, deps.clock.now());
-  return handOff(deps, decided, {
+  return handOffTodo(deps, decided, {
     human: `endpoint ${caller.slug}`,
     title: input.title,
     kind: input.kind,

@@ -3,23 +3,21 @@ import type { Kysely } from 'kysely';
 import { findWebhookByTokenHash } from '../../projections/webhooks.queries.ts';
 import { hashCredential } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
-import { handleCommand } from '../commands/handle-command.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { DELIVERIES_STREAM, type IngestAck } from '../domain/delivery/events.ts';
 import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state.ts';
 import { decodeDeliveryMetadata } from '../domain/events.ts';
-import { QUARANTINE } from '../domain/queue.ts'; // RULES (issue 7)
-import { todoDecider } from '../domain/todo/decide.ts';
+import { QUARANTINE } from '../domain/queue.ts';
 import { todoStream } from '../domain/todo/events.ts';
-import type { ActiveWebhook, WebhookSigning } from '../domain/webhook/state.ts';
+import type { ActiveWebhook, WebhookSigning, WebhookState } from '../domain/webhook/state.ts';
 import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
-import { type EventStore, isWrongExpectedVersion, type RecordedEvent } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { FollowUps, Step } from '../follow-up.ts';
 import { newId } from '../ids.ts';
 import type { RoutingPlan, WebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
-import { ringDoorbell } from '../todos/doorbell.ts';
+import { appendHandOff, type HandOff, handOffAppends, handsOffAtomically } from '../todos/hand-off.ts';
 import { loadWebhook } from '../webhooks/load.ts';
 import { checkStandardWebhook } from '../webhooks/signing.ts';
 import { checkBody, type ParsedBody } from './body.ts';
@@ -34,7 +32,10 @@ export interface EndpointWebhookDeps {
   readonly config: Config;
   readonly db: Kysely<Database>;
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
-  /** What follows a durable delivery (todo, doorbell, disposition), awaited up to a bound. */
+  /**
+   * What follows a durable delivery when it is not written with it (a retry finishing an earlier
+   * delivery; a store without a multi-stream transaction), awaited up to a bound.
+   */
   readonly followUps: FollowUps;
   /** Opens a sealed signing secret (the MCP secret box). */
   readonly openSecret: (sealed: string, webhookId: string) => string;
@@ -46,6 +47,8 @@ export interface WebhookTarget {
   readonly webhook: ActiveWebhook;
   readonly endpoint: EndpointFacts;
   readonly signing: WebhookSigning | null;
+  /** The webhook's whole state as read (its rules): the router decides on it without reading again. */
+  readonly state: WebhookState;
 }
 
 export interface EndpointWebhookRequest {
@@ -62,27 +65,57 @@ const CONTROL = /[\u0000-\u001f\u007f]+/g;
 /**
  * `POST /webhooks/w/<token>` (release 0.3.0): the unguessable token is the credential (trust mode
  * `token`, found by its hash); a webhook with a signing secret also checks a Standard Webhooks
- * signature. An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`), then a todo
- * on the webhook's target queue of its owning endpoint, then the doorbell. The answer waits for
- * what follows the durable delivery only up to the follow-ups' bound (src/follow-up.ts).
+ * signature. An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`) with its
+ * hand-off, in one transaction: a todo on the target queue of the owning endpoint, the doorbell,
+ * the disposition (src/todos/hand-off.ts). Where the hand-off follows the durable delivery instead,
+ * the answer waits for it only up to the follow-ups' bound (src/follow-up.ts).
  */
 export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
   const { store, clock, config } = deps;
   const trusted = parseTrustedProxies(config.trustedProxies);
 
+  /**
+   * Which webhook and endpoint a token names never changes: kept (bounded) so that a delivery reads
+   * the two streams at once, fresh, instead of the read model and then each stream in turn.
+   */
+  const owners = new Map<string, { readonly webhookId: string; readonly endpointId: string }>();
+  const OWNERS_KEPT = 10_000;
+
   /** Check 1 of the ingestion order: unknown token, or a revoked/expired owner, is 404. */
   async function lookup(token: string): Promise<WebhookTarget> {
     if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw new HooklineError('not_found', NOT_FOUND);
-    const row = await findWebhookByTokenHash(deps.db, hashCredential(token));
-    if (!row) throw new HooklineError('not_found', NOT_FOUND);
-    const { state } = await loadWebhook(store, row.id);
+    const tokenHash = hashCredential(token);
+    let known = owners.get(tokenHash);
+    let state: WebhookState;
+    let endpointState: Awaited<ReturnType<typeof loadEndpoint>>['state'] | undefined;
+    if (known) {
+      const [w, e] = await Promise.all([
+        loadWebhook(store, known.webhookId),
+        loadEndpoint(store, known.endpointId),
+      ]);
+      state = w.state;
+      endpointState = e.state;
+    } else {
+      const row = await findWebhookByTokenHash(deps.db, tokenHash);
+      if (!row) throw new HooklineError('not_found', NOT_FOUND);
+      state = (await loadWebhook(store, row.id)).state;
+    }
     const { webhook, signing } = state;
-    if (webhook.status !== 'active') throw new HooklineError('not_found', NOT_FOUND);
-    const { state: endpoint } = await loadEndpoint(store, webhook.endpointId);
+    if (webhook.status !== 'active' || webhook.tokenHash !== tokenHash) {
+      owners.delete(tokenHash);
+      throw new HooklineError('not_found', NOT_FOUND);
+    }
+    if (!known || known.endpointId !== webhook.endpointId) {
+      known = { webhookId: webhook.id, endpointId: webhook.endpointId };
+      if (owners.size >= OWNERS_KEPT) owners.clear();
+      owners.set(tokenHash, known);
+      endpointState = (await loadEndpoint(store, webhook.endpointId)).state;
+    }
+    const endpoint = endpointState!;
     if (endpoint.status !== 'active' || isExpired(endpoint, clock.now())) {
       throw new HooklineError('not_found', NOT_FOUND);
     }
-    return { webhook, endpoint: factsOf(endpoint), signing };
+    return { webhook, endpoint: factsOf(endpoint), signing, state };
   }
 
   /** Checks 5 to 7 (signature, body), then the delivery, the todo and the doorbell. */
@@ -128,6 +161,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
             received_at: receivedAt.toISOString(),
           },
           body: request.body,
+          webhook: target.state,
         })
       : null;
     const drained = endpoint.queues.filter((q) => q !== QUARANTINE);
@@ -136,29 +170,43 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       : drained.includes(webhook.queue) || drained.length === 0
         ? webhook.queue
         : drained[0]!;
-    const recorded = await deps.recorder.record({
-      received_at: receivedAt, // RULES (issue 7)
-      payload: request.body,
-      provider,
-      family: 'webhook',
-      trust_mode: 'token',
-      verified,
-      verify_detail: detail,
-      event_type: identity.event_type,
-      external_id: identity.external_id,
-      content_type: contentType ?? null,
-      source_ip: resolveSourceIp(request.remoteAddress, request.headers['x-forwarded-for'], trusted),
-      headers, // RULES (issue 7): sanitized above
-      route: {
-        endpoint_id: endpoint.id,
-        slug: endpoint.slug,
-        queue,
-        todo_id: queue === null ? null : todoId, // RULES (issue 7): null when a rule dropped it
-        kind: 'webhook',
-        webhook_id: webhook.id,
-      },
+    const handOff = handOffOf(target, {
+      todoId: queue === null ? null : todoId, // RULES (issue 7): no todo when a rule dropped it
+      queue,
+      eventType: identity.event_type,
+      body: checked.body,
+      plan,
     });
+    // The todo, its ring and the disposition go in the delivery's own transaction where the store
+    // has one (src/todos/hand-off.ts); a duplicate writes none of them.
+    const atomic = handsOffAtomically(store);
+    const recorded = await deps.recorder.record(
+      {
+        received_at: receivedAt, // RULES (issue 7)
+        payload: request.body,
+        provider,
+        family: 'webhook',
+        trust_mode: 'token',
+        verified,
+        verify_detail: detail,
+        event_type: identity.event_type,
+        external_id: identity.external_id,
+        content_type: contentType ?? null,
+        source_ip: resolveSourceIp(request.remoteAddress, request.headers['x-forwarded-for'], trusted),
+        headers, // RULES (issue 7): sanitized above
+        route: {
+          endpoint_id: endpoint.id,
+          slug: endpoint.slug,
+          queue,
+          todo_id: queue === null ? null : todoId, // RULES (issue 7): null when a rule dropped it
+          kind: 'webhook',
+          webhook_id: webhook.id,
+        },
+      },
+      atomic ? handOffAppends(handOff, 'stamped', clock.now()) : [],
+    );
     const eventId = recorded.ack.id;
+    if (atomic && !recorded.duplicate) return { ack: recorded.ack, duplicate: false };
     const fields = { webhook: webhook.id, endpoint: endpoint.id, event_id: eventId };
     await deps.followUps.run(fields, async (step) => {
       // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless
@@ -168,82 +216,49 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
         await finishInterrupted(target, eventId, plan, step);
         return;
       }
-      // RULES (issue 7): dropped by a rule: recorded with its disposition, no todo.
-      if (queue === null) {
-        step(`the disposition of event ${eventId} (dropped)`);
-        if (plan) await deps.router?.recordDisposition(plan, { eventId, todoId: null });
-        return;
-      }
-      await intake(
-        target,
-        { todoId, queue, eventId, eventType: identity.event_type, body: checked.body, plan },
-        step,
-      );
+      // A store without a multi-stream transaction (EventStoreDB): the hand-off after the delivery.
+      await appendHandOff(store, handOff, eventId, clock.now(), step);
     });
     return { ack: recorded.ack, duplicate: recorded.duplicate };
   }
 
-  /**
-   * What follows a recorded delivery: its todo, the doorbell, the disposition. False when the
-   * todo already exists: a retry of the same delivery finished it (finishInterrupted), and rang.
-   */
-  async function intake(
+  /** What follows a delivery on this webhook: its todo (unless dropped), the doorbell, the disposition. */
+  function handOffOf(
     target: WebhookTarget,
     d: {
-      readonly todoId: string;
-      readonly queue: string;
-      readonly eventId: number;
+      readonly todoId: string | null;
+      readonly queue: string | null;
       readonly eventType: string | null;
       readonly body: ParsedBody;
       readonly plan: RoutingPlan | null;
     },
-    step: Step,
-  ): Promise<boolean> {
+  ): HandOff {
     const { webhook, endpoint } = target;
     const provider = `webhook:${webhook.id}`;
-    const title = `${webhook.name}: ${d.eventType ?? 'delivery'} (event ${d.eventId})`
-      .replace(CONTROL, ' ')
-      .slice(0, 200);
-    const command = {
-      type: 'CreateTodo' as const,
-      todoId: d.todoId,
-      endpoint,
-      queue: d.queue,
-      kind: 'webhook',
-      title,
-      payload: payloadOf(d.body),
-      key: null,
-      source: provider,
-      eventId: d.eventId,
-      human: provider,
-    };
-    step(`the todo ${d.todoId} of event ${d.eventId}`);
-    try {
-      await handleCommand({ store, clock }, todoStream(d.todoId), todoDecider, command, {
-        newStream: true,
-        retries: 0,
-      });
-    } catch (err) {
-      if (isWrongExpectedVersion(err)) return false;
-      throw err;
-    }
-    // RULES (issue 7): a delivery held in quarantine rings no doorbell (spec 3).
-    if (d.queue !== QUARANTINE) {
-      step(`the doorbell of endpoint ${endpoint.id} (queue ${d.queue}, todo ${d.todoId})`);
-      await ringDoorbell(
-        { store, clock },
-        { endpointId: endpoint.id, queue: d.queue, todoId: d.todoId, eventId: d.eventId },
-      );
-    }
-    if (d.plan?.disposition) step(`the disposition of event ${d.eventId} (todo ${d.todoId})`);
-    if (d.plan) await deps.router?.recordDisposition(d.plan, { eventId: d.eventId, todoId: d.todoId }); // RULES (issue 7)
-    return true;
+    const todo =
+      d.todoId === null || d.queue === null
+        ? null
+        : {
+            todoId: d.todoId,
+            endpoint,
+            queue: d.queue,
+            kind: 'webhook',
+            // The delivery's event id is the todo's `event_id`; it is not known before the append.
+            title: `${webhook.name}: ${d.eventType ?? 'delivery'}`.replace(CONTROL, ' ').slice(0, 200),
+            payload: payloadOf(d.body),
+            key: null,
+            source: provider,
+            human: provider,
+          };
+    const disposition = d.plan ? deps.router?.disposition(d.plan, d.todoId) : null; // RULES (issue 7)
+    return { todo, facts: disposition ? [disposition] : [] };
   }
 
   /**
-   * The original delivery's todo, when its metadata names one that was never created. Uses the
-   * original's todo id, queue and bytes; the expected revision `no_stream` lets only one of
-   * several racing copies create it. Returns the todo id it created, or null.
+   * The original delivery's todo, when its metadata names one that was never created (a delivery
+   * recorded before the hand-off was atomic, or on a store without a multi-stream transaction).
+   * Uses the original's todo id, queue and bytes; the expected revision `no_stream` lets only one
+   * of several racing copies create it. Returns the todo id it created, or null.
    */
   async function finishInterrupted(
     target: WebhookTarget,
@@ -266,19 +281,15 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     if ((await store.streamInfo(todoStream(route.todo_id))).revision >= 0n) return null;
     const checked = checkBody(metadata.content_type ?? undefined, original.data);
     if (!checked.ok) return null;
-    const created = await intake(
-      target,
-      {
-        todoId: route.todo_id,
-        queue: route.queue,
-        eventId,
-        eventType: metadata.event_type,
-        body: checked.body,
-        // The disposition only when this copy's rules decide as the original's did.
-        plan: plan && plan.queue === route.queue ? plan : null,
-      },
-      step,
-    );
+    const handOff = handOffOf(target, {
+      todoId: route.todo_id,
+      queue: route.queue,
+      eventType: metadata.event_type,
+      body: checked.body,
+      // The disposition only when this copy's rules decide as the original's did.
+      plan: plan && plan.queue === route.queue ? plan : null,
+    });
+    const created = await appendHandOff(store, handOff, eventId, clock.now(), step);
     return created ? route.todo_id : null;
   }
 

@@ -38,11 +38,18 @@ export interface RecordedDelivery {
   readonly duplicate: boolean;
   /** Position of the appended event (null for a duplicate). */
   readonly position: string | null;
+  /** What the appends of `also` returned, in their order (empty for a duplicate). */
+  readonly also: readonly AppendResult[];
 }
 
 export interface DeliveryRecorder {
-  /** Durable before it resolves. Throws HooklineError 503 when the log cannot be written, 413 when too large. */
-  record(input: DeliveryInput): Promise<RecordedDelivery>;
+  /**
+   * Durable before it resolves. Throws HooklineError 503 when the log cannot be written, 413 when
+   * too large. `also`: appends written in the same transaction as the delivery (its hand-off,
+   * src/todos/hand-off.ts), whose events may stamp the delivery's revision; only a store with
+   * appendAtomic takes them. Nothing of them is written for a duplicate.
+   */
+  record(input: DeliveryInput, also?: readonly StreamAppend[]): Promise<RecordedDelivery>;
 }
 
 /** The original of a duplicate, found by the UUID its delivery event carries. */
@@ -111,16 +118,17 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
   }
 
   /**
-   * Appends the delivery, and before it the reservation if one is given. With a store that has
-   * appendAtomic both go in one transaction (one group commit, nothing to clean up after a crash);
-   * otherwise the reservation first, then the delivery. Throws WrongExpectedVersionError when the
-   * reservation is taken (nothing of this delivery was written).
+   * Appends the delivery, and before it the reservation if one is given, and after it `also`. With a
+   * store that has appendAtomic they go in one transaction (one group commit, nothing to clean up
+   * after a crash); otherwise the reservation first, then the delivery. Throws
+   * WrongExpectedVersionError when the reservation is taken (nothing of this delivery was written).
    */
   async function appendDelivery(
     uuid: string,
     metadata: DeliveryMetadata,
     payload: Uint8Array,
-    reservation?: Reservation,
+    reservation: Reservation | undefined,
+    also: readonly StreamAppend[],
   ): Promise<RecordedDelivery> {
     const delivery: StreamAppend = {
       streamId: DELIVERIES_STREAM,
@@ -140,10 +148,16 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       events: [encodeEvent(reservation.event)],
       options: { expectedRevision: reservation.expected },
     };
+    if (also.length > 0 && !store.appendAtomic)
+      throw new TypeError('this store cannot append a hand-off atomically');
     let result: AppendResult;
-    if (reserve && store.appendAtomic) {
+    let alsoResults: AppendResult[] = [];
+    if ((reserve || also.length > 0) && store.appendAtomic) {
+      const parts = reserve ? [reserve, delivery, ...also] : [delivery, ...also];
       try {
-        result = (await store.appendAtomic([reserve, delivery]))[1]!;
+        const results = await store.appendAtomic(parts);
+        result = results[reserve ? 1 : 0]!;
+        alsoResults = results.slice(reserve ? 2 : 1);
       } catch (e) {
         throw appendError(e);
       }
@@ -171,7 +185,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       verified: metadata.verified,
       received_at: metadata.received_at,
     };
-    return { ack, duplicate: false, position: result.position };
+    return { ack, duplicate: false, position: result.position, also: alsoResults };
   }
 
   /** The reservation's holder, with the revision read (a takeover appends at it). */
@@ -231,6 +245,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     stream: string,
     metadata: DeliveryMetadata,
     payload: Uint8Array,
+    also: readonly StreamAppend[],
   ): Promise<RecordedDelivery> {
     const deadline = Date.now() + duplicateWaitMs;
     let delay = 5;
@@ -238,7 +253,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       const state = await readReservation(stream);
       if (!state) {
         // The reservation vanished (it cannot in this store, but be safe): reserve afresh.
-        return reserveAndAppend(stream, metadata, payload);
+        return reserveAndAppend(stream, metadata, payload, also);
       }
       const found = await findOriginal(state.holder);
       const holderFailedHere = failedHolders.has(state.holder);
@@ -252,18 +267,20 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       );
       switch (decision.action) {
         case 'answer_original':
-          return { ack: found!, duplicate: true, position: null };
+          return { ack: found!, duplicate: true, position: null, also: [] };
         case 'take_over':
           try {
-            const recorded = await appendDelivery(newUuid, metadata, payload, {
-              stream,
-              event: decision.event,
-              expected: state.revision,
-            });
+            const recorded = await appendDelivery(
+              newUuid,
+              metadata,
+              payload,
+              { stream, event: decision.event, expected: state.revision },
+              also,
+            );
             failedHolders.delete(state.holder);
             return recorded;
           } catch (e) {
-            if (isWrongExpectedVersion(e)) continue; // another copy took it over first: follow it
+            if (isWrongExpectedVersion(e) && e.streamId === stream) continue; // another copy took it over first: follow it
             throw e;
           }
         case 'wait':
@@ -288,31 +305,40 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     stream: string,
     metadata: DeliveryMetadata,
     payload: Uint8Array,
+    also: readonly StreamAppend[],
   ): Promise<RecordedDelivery> {
     const uuid = uuidv7();
     const reserved = reserveDelivery(uuid, metadata.provider, clock.now());
     try {
-      return await appendDelivery(uuid, metadata, payload, {
-        stream,
-        event: reserved,
-        expected: 'no_stream',
-      });
+      return await appendDelivery(
+        uuid,
+        metadata,
+        payload,
+        { stream, event: reserved, expected: 'no_stream' },
+        also,
+      );
     } catch (e) {
-      if (isWrongExpectedVersion(e)) return onDuplicate(stream, metadata, payload);
+      if (isWrongExpectedVersion(e) && e.streamId === stream)
+        return onDuplicate(stream, metadata, payload, also);
       throw e;
     }
   }
 
   return {
-    async record(input) {
+    async record(input, also = []) {
       const { payload, received_at, ...rest } = input;
       const metadata: DeliveryMetadata = {
         ...rest,
         received_at: (received_at ?? clock.now()).toISOString(),
         payload_size: payload.byteLength,
       };
-      if (metadata.external_id === null) return appendDelivery(uuidv7(), metadata, payload);
-      return reserveAndAppend(reservationStream(metadata.provider, metadata.external_id), metadata, payload);
+      if (metadata.external_id === null) return appendDelivery(uuidv7(), metadata, payload, undefined, also);
+      return reserveAndAppend(
+        reservationStream(metadata.provider, metadata.external_id),
+        metadata,
+        payload,
+        also,
+      );
     },
   };
 }

@@ -1,13 +1,13 @@
 import { type RuleEngine, type StoredDeliveryView, toRuleDelivery } from '../../rules-sandbox/index.ts';
 import type { Clock } from '../clock.ts';
-import { appendEvents } from '../commands/handle-command.ts';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import { decideDisposition } from '../domain/webhook/decide.ts';
 import { type Disposition, type DispositionReason, dispositionStream } from '../domain/webhook/events.ts';
-import { defaultQueue } from '../domain/webhook/state.ts';
+import { defaultQueue, type WebhookState } from '../domain/webhook/state.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
+import type { DeliveryFact } from '../todos/hand-off.ts';
 import { loadWebhook } from '../webhooks/load.ts';
 
 /**
@@ -37,15 +37,17 @@ export interface RouteInput {
   /** The delivery as it will be stored (headers sanitized, received_at the one recorded). */
   readonly view: StoredDeliveryView;
   readonly body: Uint8Array;
+  /** The webhook as the receiver just read it; read here when absent. */
+  readonly webhook?: WebhookState;
 }
 
 export interface WebhookRouter {
   plan(input: RouteInput): Promise<RoutingPlan>;
-  /** Records the disposition of a planned delivery once it is stored (webhooks with rules only). */
-  recordDisposition(
-    plan: RoutingPlan,
-    done: { readonly eventId: number; readonly todoId: string | null },
-  ): Promise<void>;
+  /**
+   * The disposition of a planned delivery, a fact appended with its hand-off (src/todos/hand-off.ts);
+   * null for a webhook without rules.
+   */
+  disposition(plan: RoutingPlan, todoId: string | null): DeliveryFact | null;
 }
 
 const drains = (endpoint: EndpointFacts): string[] => endpoint.queues.filter((q) => q !== QUARANTINE);
@@ -58,7 +60,7 @@ export function createWebhookRouter(deps: {
   const { store, clock, engine } = deps;
 
   async function plan(input: RouteInput): Promise<RoutingPlan> {
-    const { state } = await loadWebhook(store, input.webhookId);
+    const state = input.webhook ?? (await loadWebhook(store, input.webhookId)).state;
     const base = {
       webhookId: input.webhookId,
       endpointId: input.endpoint.id,
@@ -74,23 +76,20 @@ export function createWebhookRouter(deps: {
     return { ...base, ...decideDisposition(outcome, fallback, drains(input.endpoint), state.version) };
   }
 
-  async function recordDisposition(
-    p: RoutingPlan,
-    done: { readonly eventId: number; readonly todoId: string | null },
-  ): Promise<void> {
-    if (!p.disposition) return;
-    // A fact about a delivery already stored, not a decision: appended without an expected revision.
-    await appendEvents(store, dispositionStream(p.webhookId), [
-      {
+  function disposition(p: RoutingPlan, todoId: string | null): DeliveryFact | null {
+    if (!p.disposition) return null;
+    return {
+      streamId: dispositionStream(p.webhookId),
+      event: {
         type: 'DeliveryDisposed',
         data: {
-          event_id: done.eventId,
+          event_id: 0, // the delivery's, written in by the hand-off
           webhook_id: p.webhookId,
           endpoint_id: p.endpointId,
           operator: p.operator,
           disposition: p.disposition.disposition,
           queue: p.queue,
-          todo_id: done.todoId,
+          todo_id: todoId,
           rule: p.disposition.rule,
           reason: p.disposition.reason,
           message: p.disposition.message,
@@ -98,8 +97,8 @@ export function createWebhookRouter(deps: {
           disposed_at: clock.now().toISOString(),
         },
       },
-    ]);
+    };
   }
 
-  return { plan, recordDisposition };
+  return { plan, disposition };
 }

@@ -18,12 +18,13 @@ import type { FollowUps } from '../follow-up.ts';
 import { newId } from '../ids.ts';
 import type { DeliveryRecorder } from '../ingest/recorder.ts';
 import { ringDoorbell } from './doorbell.ts';
+import { type HandOff, handOffAppends, handsOffAtomically } from './hand-off.ts';
 import { releaseKeyStream, todoKeyStream } from './keys.ts';
 
 export interface PushDeps extends CommandDeps {
   /** The ingestion module's recorder: every path appends its `DeliveryReceived` through it. */
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
-  /** The todo and the doorbell follow the durable hand-off delivery, awaited up to a bound. */
+  /** Where they are not appended with it, the todo and the doorbell follow the durable delivery, awaited up to a bound. */
   readonly followUps: FollowUps;
   /** A key reserved this long without its todo is taken for a dead writer's (default 30 s). */
   readonly keyStaleMs?: number;
@@ -64,8 +65,9 @@ export interface Pushed {
  * POST /api/v1/endpoints/{ref}/todos (spec 4.13, 3). A push with a key first reserves the key
  * (appended at the revision read, so of racing pushes exactly one wins), then records the
  * hand-off delivery, creates the todo and rings the doorbell. A push that loses the race waits
- * for the winner's todo and answers it with created=false: nothing minted, nothing rung. Once the
- * delivery is durable, the todo and the doorbell are awaited only up to the follow-ups' bound.
+ * for the winner's todo and answers it with created=false: nothing minted, nothing rung. The
+ * delivery, its todo and the ring are one atomic append (hand-off.ts); on a store without one
+ * they follow the durable delivery and are awaited only up to the follow-ups' bound.
  */
 export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed> {
   const { store, clock } = deps;
@@ -73,7 +75,7 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
   if (!endpointId) throw new HooklineError('not_found', 'no endpoint of yours has that slug or id');
   const loaded = await loadEndpoint(store, endpointId);
   const target = decidePushTarget(loaded.state, input.operator, input.queue, clock.now());
-  return handOff(deps, target, {
+  return handOffTodo(deps, target, {
     ...input,
     via: {
       provider: 'operator',
@@ -99,14 +101,14 @@ export type HandOffInput = Omit<PushInput, 'ref' | 'operator' | 'queue'> & { rea
 
 /**
  * Mints one todo on a target already decided (endpoint active, queue in scope): the key first,
- * then the durable hand-off delivery, then the todo and the doorbell (spec 3).
+ * then the durable hand-off delivery with the todo and the doorbell (spec 3).
  */
-export async function handOff(
+export async function handOffTodo(
   deps: PushDeps,
   target: { readonly endpoint: EndpointFacts; readonly queue: string },
   input: HandOffInput,
 ): Promise<Pushed> {
-  const { clock } = deps;
+  const { store, clock } = deps;
   const { endpoint, queue } = target;
 
   const todoId = newId('td');
@@ -130,65 +132,77 @@ export async function handOff(
   // Frees the key for the next push rather than leave it to the stale takeover.
   const releaseKey = () =>
     keyStream ? releaseKeyStream(deps, keyStream, todoId).catch(() => {}) : Promise.resolve();
+  const handOff: HandOff = {
+    todo: {
+      todoId,
+      endpoint,
+      queue,
+      kind: input.kind,
+      title: input.title,
+      payload: input.payload,
+      key: input.key,
+      source: input.via.todoSource,
+      human: input.human,
+    },
+    facts: [],
+  };
+  // The todo and its ring in the delivery's own transaction where the store has one (hand-off.ts).
+  const atomic = handsOffAtomically(store);
   let eventId: number;
+  let created: Position | undefined;
   try {
     const body = new TextEncoder().encode(
       JSON.stringify({ title: input.title, queue, kind: input.kind, payload: input.payload, key: input.key }),
     );
-    const recorded = await deps.recorder.record({
-      payload: body,
-      provider: input.via.provider,
-      family: input.via.family,
-      trust_mode: input.via.trustMode,
-      verified: true,
-      verify_detail: input.via.verifyDetail,
-      event_type: 'todo.push',
-      external_id: null,
-      content_type: 'application/json',
-      source_ip: input.sourceIp,
-      headers: input.headers,
-      received_at: clock.now(),
-      route: { endpoint_id: endpoint.id, slug: endpoint.slug, queue, todo_id: todoId, kind: input.kind },
-    });
+    const recorded = await deps.recorder.record(
+      {
+        payload: body,
+        provider: input.via.provider,
+        family: input.via.family,
+        trust_mode: input.via.trustMode,
+        verified: true,
+        verify_detail: input.via.verifyDetail,
+        event_type: 'todo.push',
+        external_id: null,
+        content_type: 'application/json',
+        source_ip: input.sourceIp,
+        headers: input.headers,
+        received_at: clock.now(),
+        route: { endpoint_id: endpoint.id, slug: endpoint.slug, queue, todo_id: todoId, kind: input.kind },
+      },
+      atomic ? handOffAppends(handOff, 'stamped', clock.now()) : [],
+    );
     eventId = recorded.ack.id;
+    // The last append of the hand-off: the projections that pass it have seen the todo.
+    created = recorded.also.at(-1)?.position;
   } catch (err) {
     await releaseKey();
     throw err;
   }
-  const fields = { endpoint: endpoint.id, event_id: eventId, todo: todoId };
-  const followed = await deps.followUps.run(fields, async (step) => {
-    step(`the todo ${todoId} of event ${eventId}`);
-    let created: Position | undefined;
-    try {
-      const result = await handleCommand(
-        deps,
-        todoStream(todoId),
-        todoDecider,
-        {
-          type: 'CreateTodo',
-          todoId,
-          endpoint,
-          queue,
-          kind: input.kind,
-          title: input.title,
-          payload: input.payload,
-          key: input.key,
-          source: input.via.todoSource,
-          eventId,
-          human: input.human,
-        },
-        { newStream: true, retries: 0 },
-      );
-      created = result.position;
-    } catch (err) {
-      await releaseKey();
-      throw err;
-    }
-    // The todo exists from here on: its key stays held, whatever becomes of the doorbell.
-    step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
-    await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
-    return created;
-  });
+  if (!atomic) {
+    // A store without a multi-stream transaction (EventStoreDB): the todo and the ring follow.
+    const fields = { endpoint: endpoint.id, event_id: eventId, todo: todoId };
+    const followed = await deps.followUps.run(fields, async (step) => {
+      step(`the todo ${todoId} of event ${eventId}`);
+      try {
+        const result = await handleCommand(
+          deps,
+          todoStream(todoId),
+          todoDecider,
+          { type: 'CreateTodo', ...handOff.todo!, eventId },
+          { newStream: true, retries: 0 },
+        );
+        created = result.position;
+      } catch (err) {
+        await releaseKey();
+        throw err;
+      }
+      // The todo exists from here on: its key stays held, whatever becomes of the doorbell.
+      step(`the doorbell of endpoint ${endpoint.id} (queue ${queue}, todo ${todoId})`);
+      await ringDoorbell(deps, { endpointId: endpoint.id, queue, todoId, eventId });
+    });
+    if (!followed.done) created = undefined;
+  }
   return {
     id: todoId,
     endpointId: endpoint.id,
@@ -197,7 +211,7 @@ export async function handOff(
     state: 'pending',
     created: true,
     eventId,
-    position: followed.done ? followed.value : undefined,
+    position: created,
   };
 }
 

@@ -101,6 +101,14 @@ const cases: Record<
     good: [secretKey, (c) => c.secretKey, secretKey],
     bad: ['short', /expected a key of 43 or more base64 or base64url characters/],
   },
+  HOOKLINE_RECEIVER_RATE_LIMIT: {
+    good: ['50', (c) => c.receiverRateLimit.max, 50],
+    bad: ['many', /expected a number of requests \(0 turns the limit off\): an integer from 0 to 1000000/],
+  },
+  HOOKLINE_RECEIVER_RATE_WINDOW_S: {
+    good: ['10', (c) => c.receiverRateLimit.windowS, 10],
+    bad: ['0', /expected a number of seconds: an integer from 1 to 86400/],
+  },
   HOOKLINE_SHUTDOWN_TIMEOUT_MS: {
     good: ['2500', (c) => c.shutdownTimeoutMs, 2500],
     bad: ['-1', /expected a number of milliseconds: an integer from 0 to 600000/],

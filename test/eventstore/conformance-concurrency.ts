@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { jsonEvent, parseData } from '../../src/eventstore/codec.ts';
+import { jsonEvent, parseData, stampedEvent } from '../../src/eventstore/codec.ts';
 import { type ExpectedRevision, WrongExpectedVersionError } from '../../src/eventstore/port.ts';
 import {
   type ConformanceTarget,
@@ -132,6 +132,63 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
         (outcomes[3] as { value: { position: string } }).value.position,
       );
     }
+  });
+
+  it('a stamp writes the revision another part of the same atomic append got, in one group commit with racing appends', async (test) => {
+    const { store } = ctx;
+    if (!store.appendAtomic) {
+      expect(target.kind).toBe('eventstoredb');
+      test.skip();
+      return;
+    }
+    const log = uniqueStream('stamp-log');
+    await store.append(log, [jsonEvent('Delivered', { n: 0 }), jsonEvent('Delivered', { n: 1 })]);
+    const todos = Array.from({ length: 6 }, () => uniqueStream('stamp-todo'));
+    // Issued in one tick: the groups share batches, and each learns its log revision only there.
+    const results = await Promise.all(
+      todos.map((todo, i) =>
+        store.appendAtomic!([
+          { streamId: log, events: [jsonEvent('Delivered', { n: i + 2 })] },
+          {
+            streamId: todo,
+            events: [
+              stampedEvent(
+                { type: 'Created', data: { event_id: 0, title: `t${i}`, tags: ['a'] } },
+                'event_id',
+                {
+                  streamId: log,
+                  add: 1,
+                },
+              ),
+            ],
+            options: { expectedRevision: 'no_stream' },
+          },
+        ]),
+      ),
+    );
+    for (const [i, todo] of todos.entries()) {
+      const [created] = await toArray(store.readStream(todo));
+      const data = parseData<{ event_id: number; title: string }>(created!);
+      // The log event of the same append, and nothing else: its revision + 1.
+      expect(data).toEqual({
+        event_id: Number(results[i]![0]!.nextExpectedRevision) + 1,
+        title: `t${i}`,
+        tags: ['a'],
+      });
+      const [delivered] = await toArray(
+        store.readStream(log, { fromRevision: BigInt(data.event_id - 1), maxCount: 1 }),
+      );
+      expect(parseData(delivered!)).toEqual({ n: i + 2 });
+    }
+    // Only an atomic append may stamp, and only with a part it writes.
+    const lone = stampedEvent({ type: 'Created', data: { event_id: 0 } }, 'event_id', {
+      streamId: log,
+      add: 1,
+    });
+    await expect(store.append(uniqueStream('stamp-lone'), [lone])).rejects.toThrow(TypeError);
+    await expect(
+      store.appendAtomic([{ streamId: uniqueStream('stamp-lone'), events: [lone] }]),
+    ).rejects.toThrow(/does not write/);
   });
 
   it('appendAtomic writes several streams all or none, inside a group commit with other appends', async (test) => {

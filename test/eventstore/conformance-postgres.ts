@@ -114,7 +114,7 @@ export function registerPostgresCases(ctx: SuiteContext): void {
       await holder.query(
         `select * from es_append_batch(array[$1], array['any'], array[1], array[0], array[$2::uuid],
            array['Held'], array['application/json'], $3::bytea, array[0], array[2], ''::bytea, array[0],
-           array[null::int], null, '')`,
+           array[null::int], null, '', array[null::int], array[null::int], array[null::int])`,
         [blocked, randomUUID(), Buffer.from('{}')],
       );
       // One batch over all three streams: it must wait for `blocked`.

@@ -14,6 +14,11 @@ export interface FollowHandlers {
   readonly onDelivery: (delivery: { id: number } & Record<string, unknown>) => void;
   /** A line for the person (stderr): lost, reconnected, or what the server could not replay. */
   readonly notice: (text: string) => void;
+  /**
+   * The first connection's `ready`: every delivery up to the stream's head is in the log, and
+   * every later one will come as an `event-received` (`hookline forward --from` replays up to here).
+   */
+  readonly onReady?: () => void;
 }
 
 export interface Follower {
@@ -35,6 +40,7 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
   let delay = FIRST_DELAY_MS;
   let lostAt: number | undefined;
   let opened = false;
+  let readied = false;
   const seen = new Set<number>();
   let finish: () => void = () => {};
   const done = new Promise<void>((resolve) => {
@@ -81,7 +87,13 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
       timer = setTimeout(connect, delay + Math.floor(Math.random() * delay * 0.2));
       delay = Math.min(delay * 2, MAX_DELAY_MS);
     };
-    es.addEventListener('ready', remember);
+    es.addEventListener('ready', (message) => {
+      remember(message);
+      if (!readied) {
+        readied = true;
+        handlers.onReady?.();
+      }
+    });
     es.addEventListener('status', remember);
     es.addEventListener('reset', (message) => {
       remember(message);

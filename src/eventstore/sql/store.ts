@@ -10,6 +10,8 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  type RevisionStamp,
+  STAMP_WIDTH,
   START,
   StoreUnavailableError,
   type StreamAppend,
@@ -64,7 +66,8 @@ function checkName(what: string, value: unknown): string {
   return value;
 }
 
-function prepareEvents(events: readonly EventData[]): PreparedEvent[] {
+/** `parts`: the stream ids of an atomic append, which its events' stamps may name; absent, none may. */
+function prepareEvents(events: readonly EventData[], parts?: readonly StreamAppend[]): PreparedEvent[] {
   return events.map((e) => {
     if (!(e.data instanceof Uint8Array)) throw new TypeError('event data must be a Uint8Array');
     if (e.metadata !== undefined && !(e.metadata instanceof Uint8Array)) {
@@ -82,8 +85,34 @@ function prepareEvents(events: readonly EventData[]): PreparedEvent[] {
       data: e.data,
       metadata: e.metadata ?? null,
       contentType,
+      stamp: e.stamp === undefined ? null : prepareStamp(e.stamp, e.data, parts),
     };
   });
+}
+
+function prepareStamp(
+  stamp: RevisionStamp,
+  data: Uint8Array,
+  parts: readonly StreamAppend[] | undefined,
+): PreparedEvent['stamp'] {
+  if (!parts) throw new TypeError('only an atomic append may stamp an event');
+  const part = parts.findIndex((p) => p.streamId === stamp.streamId);
+  if (part < 0 || parts[part]!.events.length === 0) {
+    throw new TypeError(`a stamp names ${JSON.stringify(stamp.streamId)}, which the append does not write`);
+  }
+  const { offset, add } = stamp;
+  if (
+    !Number.isInteger(add) ||
+    !Number.isInteger(offset) ||
+    offset < 0 ||
+    offset + STAMP_WIDTH > data.byteLength
+  ) {
+    throw new TypeError('a stamp lies outside its event');
+  }
+  for (let i = offset; i < offset + STAMP_WIDTH; i++) {
+    if (data[i] !== 0x20) throw new TypeError('a stamp must overwrite spaces');
+  }
+  return { part, add, offset };
 }
 
 function checkExpected(expected: ExpectedRevision): ExpectedRevision {
@@ -241,7 +270,7 @@ export async function createSqlEventStore(
       return writer.appendAtomic(
         appends.map((a) => ({
           streamId: checkName('stream id', a.streamId),
-          events: prepareEvents(a.events),
+          events: prepareEvents(a.events, appends),
           expected: checkExpected(a.options?.expectedRevision ?? 'any'),
         })),
       );

@@ -25,6 +25,8 @@ export interface PreparedEvent {
   readonly data: Uint8Array;
   readonly metadata: Uint8Array | null;
   readonly contentType: ContentType;
+  /** A stamp (port.ts, RevisionStamp) with `part`: the index of the named part in its atomic append. */
+  readonly stamp: { readonly part: number; readonly add: number; readonly offset: number } | null;
 }
 
 /** One stream's part of an append. */
@@ -272,7 +274,7 @@ function packer() {
 }
 
 /**
- * One batch in one call of es_append_batch (migrations/20261124000100_event_store_lock_first.ts):
+ * One batch in one call of es_append_batch (migrations/20261125009100_event_store_stamps.ts):
  * a single round trip and its own transaction, where the
  * checks, the locks and the writes happen.
  * The parts of an atomic append share a group number (1-based index of the unit; 0 for a lone
@@ -286,9 +288,16 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
     group: [] as number[],
   };
   const events = { id: [] as string[], type: [] as string[], contentType: [] as string[] };
+  const stamps = {
+    part: [] as Array<number | null>,
+    add: [] as Array<number | null>,
+    offset: [] as Array<number | null>,
+  };
   const data = packer();
   const metadata = packer();
   batch.forEach((p, unit) => {
+    // The 1-based index in the batch's appends of this unit's first part: what a stamp names.
+    const first = appends.stream.length + 1;
     for (const w of p.parts) {
       appends.stream.push(w.streamId);
       appends.expected.push(String(w.expected));
@@ -300,6 +309,9 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
         events.contentType.push(e.contentType);
         data.push(e.data);
         metadata.push(e.metadata);
+        stamps.part.push(e.stamp ? first + e.stamp.part : null);
+        stamps.add.push(e.stamp ? e.stamp.add : null);
+        stamps.offset.push(e.stamp ? e.stamp.offset : null);
       }
     }
   });
@@ -316,7 +328,8 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[],
       ${data.bytes()}::bytea, ${data.offsets}::int[], ${data.lengths}::int[],
       ${metadata.bytes()}::bytea, ${metadata.offsets}::int[], ${metadata.lengths}::int[],
-      ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text)`.execute(options.db);
+      ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text,
+      ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[])`.execute(options.db);
   if (rows.length !== appends.stream.length)
     throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
   let row = 0;

@@ -146,6 +146,31 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
           },
         },
       },
+      '/events/{id}': {
+        get: {
+          operationId: 'getEvent',
+          summary: 'One delivery with its raw bytes (base64), content type and recorded headers',
+          parameters: [
+            {
+              name: 'id',
+              in: 'path',
+              required: true,
+              description: 'The event id (the delivery’s position in the log).',
+              schema: { type: 'string' },
+            },
+          ],
+          responses: {
+            200: {
+              description:
+                'EventSummary plus external_id, content_type, headers (credentials redacted), disposition and payload_base64',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+            401: unauthorized,
+            404: problem('No such event, or an endpoint webhook’s delivery of another operator.'),
+            503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
+          },
+        },
+      },
       '/me': {
         get: {
           operationId: 'whoAmI',

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { getEvent, type LogFilters, listEvents } from '../../../projections/log.queries.ts';
-import { DELIVERIES_STREAM } from '../../domain/delivery/events.ts';
+import { type LogFilters, listEvents } from '../../../projections/log.queries.ts';
 import { HooklineError } from '../../errors.ts';
-import { type EventStore, type Position, StreamNotFoundError } from '../../eventstore/port.ts';
+import { findLoggedDelivery } from '../logged-delivery.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
 import { readAtLogPosition } from './snapshot.ts';
@@ -31,34 +30,6 @@ const toQuery = (params: Record<string, string | undefined>): string => {
   const text = s.toString();
   return text ? `?${text}` : '';
 };
-
-/** Where delivery `id` (its `deliveries` revision + 1) sits in the log, if the store holds it. */
-async function deliveryPosition(store: EventStore, id: string): Promise<Position | undefined> {
-  if (!/^[0-9]{1,18}$/.test(id) || BigInt(id) < 1n) return undefined;
-  const revision = BigInt(id) - 1n;
-  try {
-    for await (const e of store.readStream(DELIVERIES_STREAM, { fromRevision: revision, maxCount: 1 })) {
-      return e.revision === revision ? e.position : undefined;
-    }
-  } catch (err) {
-    if (!(err instanceof StreamNotFoundError)) throw err;
-  }
-  return undefined;
-}
-
-/**
- * Read your own write (README "Read models"): a delivery acknowledged a moment ago, or shown live
- * on a screen, is in the log before its read model has applied it. When the store holds the id,
- * wait, bounded, for the log read model to pass it, then read again; past the bound the answer is
- * a 503 (`unavailable`), never a 404 for a delivery that exists. An id the store does not hold
- * (never given, or pruned by retention) is a 404 at once.
- */
-async function awaitLogged(deps: UiDeps, id: string) {
-  const position = await deliveryPosition(deps.store, id);
-  if (position === undefined) return undefined;
-  await deps.projections.waitFor(position, { projection: 'log', timeoutMs: deps.readYourWritesMs ?? 2000 });
-  return getEvent(deps.db, id);
-}
 
 /** GET /log (spec 4.5) and GET /log/{id} (spec 4.6). */
 export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
@@ -95,7 +66,7 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
 
   app.get<{ Params: { id: string } }>('/log/:id', async (request, reply) => {
     const { id } = request.params;
-    const event = (await getEvent(deps.db, id)) ?? (await awaitLogged(deps, id));
+    const event = await findLoggedDelivery({ ...deps, waitMs: deps.readYourWritesMs }, id);
     if (!event) {
       const shown = /^[0-9]{1,20}$/.test(id) ? ` ${id}` : '';
       throw new HooklineError('not_found', `no event with id${shown}`);

@@ -1,0 +1,413 @@
+/**
+ * Agent-path benchmark (issue 23): the way from a provider's POST to an agent's todo, beside the
+ * instance receiver's rate in the same run. Per mode (PostgreSQL, embedded), a hookline server in
+ * a child process; from this process:
+ *
+ * 1. the instance receiver: `--senders` connections post a signed codehost payload to
+ *    `POST /webhooks/codehost` (autocannon), the rate the agent path is compared with;
+ * 2. the agent path, without rules and then with 5 rules (four that continue, one that routes):
+ *    the same number of senders post to an endpoint's webhook (`POST /webhooks/w/<token>`, a fresh
+ *    `webhook-id` each, as Standard Webhooks senders do), while `--agents` MCP SDK clients drain
+ *    the queue with claim_next/complete, and a probe times the doorbell: one POST at a time to a
+ *    second endpoint's webhook, timed until its subscribed MCP client hears
+ *    `notifications/resources/updated` (a probe of its own, so the load's rings do not answer it).
+ *
+ * Prints deliveries/s, the POST's p50/p99, the doorbell's p50/p99, todos claimed per second, the
+ * instance receiver's rate and the ratio, and checks that every todo was claimed exactly once.
+ * `npm run bench:agent [-- --duration 10 --senders 16 --agents 4 --only postgres,embedded --rules 0,5]`.
+ * HOOKLINE_BENCH_PG_URL: admin URL of the PostgreSQL server (default the local one).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import autocannon from 'autocannon';
+import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { createScratchDatabase } from './scratch-database.ts';
+
+const SECRET = 'bench-codehost-secret';
+const SELF = fileURLToPath(import.meta.url);
+const QUEUE_URI = 'hookline://queues/inbox';
+
+type Mode = 'postgres' | 'embedded';
+
+interface Vended {
+  readonly slug: string;
+  readonly token: string;
+  readonly webhookId: string;
+  readonly ingestToken: string;
+}
+
+interface Ready {
+  readonly port: number;
+  readonly load: Vended;
+  readonly probe: Vended;
+}
+
+/** A delivery like a small provider event, about 600 bytes. */
+const BODY = JSON.stringify({
+  type: 'deploy.finished',
+  data: {
+    service: 'api',
+    environment: 'production',
+    sha: randomBytes(20).toString('hex'),
+    notes: 'x'.repeat(400),
+  },
+});
+
+const percentile = (xs: readonly number[], p: number) =>
+  xs.length === 0
+    ? Number.NaN
+    : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
+// ---- child: the server -------------------------------------------------------------------
+
+async function serve(): Promise<Ready> {
+  const { loadConfig } = await import('../src/config.ts');
+  const { createRuntime } = await import('../src/runtime.ts');
+  const { buildApp } = await import('../src/app.ts');
+  const { changeSettings } = await import('../src/settings/change.ts');
+  const { vendEndpoint } = await import('../src/endpoints/vend.ts');
+  const { ALL_VERBS } = await import('../src/domain/endpoint/verbs.ts');
+  const config = loadConfig({
+    ...process.env,
+    HOOKLINE_CODEHOST_SECRET: SECRET,
+    HOOKLINE_LOG_LEVEL: 'warn',
+    HOOKLINE_HOST: '127.0.0.1',
+    HOOKLINE_PORT: '0',
+    HOOKLINE_SECRET_KEY: randomBytes(32).toString('base64url'),
+  });
+  const runtime = await createRuntime(config);
+  await changeSettings(runtime, {
+    type: 'ChangeSettings',
+    values: { retention_max_rows: 0, retention_max_age_days: 0 },
+    actor: 'bench',
+  });
+  const app = await buildApp(runtime, { requestLogging: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const vend = async (name: string): Promise<Vended> => {
+    const v = await vendEndpoint(
+      { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
+      {
+        operator: 'bench',
+        human: 'bench',
+        name,
+        queues: ['inbox'],
+        verbs: [...ALL_VERBS],
+        expiresAt: null,
+        replayTargets: [],
+      },
+    );
+    return { slug: v.slug, token: v.token, webhookId: v.webhookId, ingestToken: v.ingestToken };
+  };
+  const ready = {
+    port: (app.server.address() as { port: number }).port,
+    load: await vend('load'),
+    probe: await vend('probe'),
+  };
+  // The webhook's token is found through its read model: wait until it is there.
+  await runtime.projections.waitFor(await runtime.store.headPosition(), { timeoutMs: 60_000 });
+  process.once('SIGTERM', () => {
+    void app
+      .close()
+      .then(() => runtime.close())
+      .finally(() => process.exit(0));
+  });
+  return ready;
+}
+
+// ---- parent ------------------------------------------------------------------------------
+
+function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; ready: Ready }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, SELF, '--serve'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /READY (\{.*\})\n/.exec(out);
+      if (m) resolve({ child, ready: JSON.parse(m[1]!) as Ready });
+    });
+    child.once('exit', (code) => reject(new Error(`server exited (${code}) before it was ready`)));
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function connect(url: string, token: string, onRing?: () => void) {
+  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  if (onRing) client.setNotificationHandler(ResourceUpdatedNotificationSchema, () => onRing());
+  await client.connect(transport);
+  const call = async (name: string, a: Record<string, unknown>) => {
+    const r = (await client.callTool({ name, arguments: a })) as CallToolResult;
+    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
+    return r.structuredContent as Record<string, unknown>;
+  };
+  return { client, call };
+}
+
+interface Posted {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly ok: number;
+  readonly failed: number;
+}
+
+async function post(
+  url: string,
+  seconds: number,
+  senders: number,
+  body: string,
+  headers: Record<string, string>,
+  freshId: string,
+): Promise<Posted> {
+  const r = await autocannon({
+    url,
+    connections: senders,
+    duration: seconds,
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+    // A real sender names each delivery: the dedup reservation runs as in production.
+    requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, [freshId]: randomUUID() } }) }],
+  });
+  return {
+    rps: r['2xx'] / seconds,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok: r['2xx'],
+    failed: r.non2xx + r.errors + r.timeouts,
+  };
+}
+
+async function instanceReceiver(port: number, seconds: number, senders: number): Promise<Posted> {
+  const signature = `sha256=${createHmac('sha256', SECRET).update(BODY).digest('hex')}`;
+  return post(
+    `http://127.0.0.1:${port}/webhooks/codehost`,
+    seconds,
+    senders,
+    BODY,
+    { 'x-hub-signature-256': signature, 'x-github-event': 'push' },
+    'x-github-delivery',
+  );
+}
+
+const FIVE_RULES = [
+  ...[1, 2, 3, 4].map((n) => ({
+    id: `skip-${n}`,
+    source: `(d) => (d.event_type === 'never.${n}' ? { drop: true } : 'continue')`,
+  })),
+  { id: 'inbox', source: "(d) => ({ route: 'inbox' })" },
+];
+
+interface AgentPath {
+  readonly rules: number;
+  readonly posted: Posted;
+  readonly doorbell: readonly number[];
+  readonly claimed: number;
+  readonly unique: number;
+  readonly claimedPerS: number;
+}
+
+async function agentPath(
+  ready: Ready,
+  rules: number,
+  seconds: number,
+  senders: number,
+  agentCount: number,
+): Promise<AgentPath> {
+  const base = `http://127.0.0.1:${ready.port}`;
+  const mcp = (v: Vended) => `${base}/mcp/${v.slug}`;
+  const ingest = (v: Vended) => `${base}/webhooks/w/${v.ingestToken}`;
+
+  // Agents: claim_next until empty, then wait for a ring (or 50 ms) and try again.
+  let wake: Array<() => void> = [];
+  const ringAgents = () => {
+    const w = wake;
+    wake = [];
+    for (const f of w) f();
+  };
+  const agents = await Promise.all(
+    Array.from({ length: agentCount }, () => connect(mcp(ready.load), ready.load.token, ringAgents)),
+  );
+  await Promise.all(agents.map((a) => a.client.subscribeResource({ uri: QUEUE_URI })));
+  await agents[0]!.call('set_webhook_rules', {
+    webhook_id: ready.load.webhookId,
+    rules: FIVE_RULES.slice(FIVE_RULES.length - rules),
+  });
+
+  const ids: string[] = [];
+  let stopDraining = false;
+  let lastClaimAt = 0;
+  const drained = agents.map(async (a) => {
+    while (!stopDraining) {
+      const next = await a.call('claim_next', {});
+      const todo = next.todo as { id: string } | null;
+      if (!todo) {
+        await Promise.race([new Promise<void>((r) => wake.push(r)), sleep(50)]);
+        continue;
+      }
+      ids.push(todo.id);
+      lastClaimAt = performance.now();
+      await a.call('complete', { todo_id: todo.id, lease_id: next.lease_id });
+    }
+  });
+
+  // The doorbell probe: one POST at a time to its own endpoint, every 50 ms.
+  let heard: (() => void) | undefined;
+  const listener = await connect(mcp(ready.probe), ready.probe.token, () => heard?.());
+  await listener.client.subscribeResource({ uri: QUEUE_URI });
+  const doorbell: number[] = [];
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const rung = new Promise<number>((r) => {
+        heard = () => r(performance.now());
+      });
+      const t = performance.now();
+      const res = await fetch(ingest(ready.probe), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': randomUUID() },
+        body: BODY,
+      });
+      await res.arrayBuffer();
+      if (res.status === 202) {
+        const at = await Promise.race([rung, sleep(5_000).then(() => Number.NaN)]);
+        if (!Number.isNaN(at)) doorbell.push(at - t);
+      }
+      heard = undefined;
+      await sleep(50);
+    }
+  })();
+
+  const started = performance.now();
+  const posted = await post(ingest(ready.load), seconds, senders, BODY, {}, 'webhook-id');
+  probing = false;
+  await probe;
+  // Every acknowledged delivery is a todo (and a POST still in flight when the run ended may have
+  // made one more): drain until all are claimed and nothing new has come for half a second.
+  const deadline = performance.now() + 120_000;
+  while (performance.now() < deadline && (ids.length < posted.ok || performance.now() - lastClaimAt < 500)) {
+    await sleep(50);
+  }
+  stopDraining = true;
+  ringAgents();
+  await Promise.all(drained);
+  await Promise.all([...agents, listener].map((a) => a.client.close()));
+  return {
+    rules,
+    posted,
+    doorbell,
+    claimed: ids.length,
+    unique: new Set(ids).size,
+    claimedPerS: ids.length / ((lastClaimAt - started) / 1000),
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      serve: { type: 'boolean', default: false },
+      duration: { type: 'string', default: '10' },
+      senders: { type: 'string', default: '16' },
+      agents: { type: 'string', default: '4' },
+      only: { type: 'string', default: 'postgres,embedded' },
+      rules: { type: 'string', default: '0,5' },
+    },
+  });
+  if (values.serve) {
+    const ready = await serve();
+    process.stdout.write(`READY ${JSON.stringify(ready)}\n`);
+    return;
+  }
+  const seconds = Number(values.duration);
+  const senders = Number(values.senders);
+  const agentCount = Number(values.agents);
+  const modes = values.only.split(',').map((m) => m.trim()) as Mode[];
+  const ruleCounts = values.rules.split(',').map(Number);
+  console.log(
+    `payload ${Buffer.byteLength(BODY)} bytes, ${senders} senders, ${agentCount} agents, ${seconds} s per run; load average at start ${load()} (${os.cpus().length} CPUs)`,
+  );
+  const rows: Array<Record<string, string | number>> = [];
+  let exactlyOnce = true;
+  for (const mode of modes) {
+    const env: Record<string, string> = {};
+    let cleanup = async () => {};
+    if (mode === 'postgres') {
+      const database = await createScratchDatabase('agent');
+      env.DATABASE_URL = database.url;
+      cleanup = database.drop;
+    } else {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-bench-'));
+      env.HOOKLINE_DATA_DIR = dir;
+      cleanup = () => rm(dir, { recursive: true, force: true });
+    }
+    try {
+      const { child, ready } = await startChild(env);
+      try {
+        await instanceReceiver(ready.port, 2, senders); // warm-up
+        const instance = await instanceReceiver(ready.port, seconds, senders);
+        for (const rules of ruleCounts) {
+          const r = await agentPath(ready, rules, seconds, senders, agentCount);
+          const once = r.claimed >= r.posted.ok && r.unique === r.claimed;
+          exactlyOnce &&= once;
+          rows.push({
+            mode,
+            rules,
+            'deliveries/s': Math.round(r.posted.rps),
+            'POST p50 ms': r.posted.p50,
+            'POST p99 ms': r.posted.p99,
+            'doorbell p50 ms': Number(percentile(r.doorbell, 0.5).toFixed(1)),
+            'doorbell p99 ms': Number(percentile(r.doorbell, 0.99).toFixed(1)),
+            rings: r.doorbell.length,
+            'claimed/s': Math.round(r.claimedPerS),
+            'instance/s': Math.round(instance.rps),
+            ratio: `${((r.posted.rps / instance.rps) * 100).toFixed(0)}%`,
+            'claimed once': once
+              ? `yes (${r.claimed})`
+              : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
+            'non-2xx': r.posted.failed,
+          });
+          console.log(`  ${mode}, ${rules} rules: done (load average ${load()})`);
+        }
+      } finally {
+        await stopChild(child);
+      }
+    } finally {
+      await cleanup();
+    }
+  }
+  console.table(rows);
+  console.log(`load average at end: ${load()}`);
+  console.log(
+    'targets: deliveries/s >= 50% of instance/s; POST p99 < 50 ms at 16 senders; doorbell p99 < 50 ms at 1,000 deliveries/s (PostgreSQL); every todo claimed once',
+  );
+  if (!exactlyOnce) process.exitCode = 1;
+}
+
+await main();
