@@ -11,10 +11,24 @@ export default defineConfig({
         extends: true,
         test: { name: 'unit', include: ['test/**/*.unit.test.ts', 'rules-sandbox/**/*.unit.test.ts'] },
       },
-      { extends: true, test: { name: 'int', include: ['test/**/*.int.test.ts'], pool: 'forks' } },
       {
         extends: true,
-        test: { name: 'e2e', include: ['test/**/*.e2e.test.ts'], pool: 'forks', fileParallelism: false },
+        test: {
+          name: 'int',
+          include: ['test/**/*.int.test.ts'],
+          pool: 'forks',
+          globalSetup: ['test/support/embedded-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.e2e.test.ts'],
+          pool: 'forks',
+          fileParallelism: false,
+          globalSetup: ['test/support/embedded-setup.ts'],
+        },
       },
     ],
   },

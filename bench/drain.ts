@@ -26,6 +26,7 @@ import { createFollowUps } from '../src/follow-up.ts';
 import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { pushTodo } from '../src/todos/push.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
@@ -75,6 +76,7 @@ async function connect(url: string, token: string, onRing?: (uri: string) => voi
 async function main() {
   const embedded = args.mode === 'embedded';
   const database = embedded ? undefined : await createScratchDatabase('drain');
+  const dataDir = embedded ? await scratchDataDir('drain') : undefined;
   const databaseUrl = database?.url;
   const port = await freePort();
   const config = loadConfig(
@@ -84,10 +86,11 @@ async function main() {
       HOOKLINE_LOG_LEVEL: 'warn',
       HOOKLINE_SECRET_KEY: randomBytes(32).toString('base64url'),
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      ...(dataDir ? { HOOKLINE_DATA_DIR: dataDir.dir } : {}),
     },
     'bench',
   );
-  const runtime = await createRuntime(config, { inMemory: true });
+  const runtime = await createRuntime(config);
   const app = await buildApp(runtime, { requestLogging: false });
   await app.listen({ host: '127.0.0.1', port });
   const { store, clock } = runtime;
@@ -212,6 +215,7 @@ async function main() {
     await app.close();
     await runtime.close();
     await database?.drop();
+    await dataDir?.remove();
   }
 }
 

@@ -1,21 +1,20 @@
 /**
  * Signed-ingestion benchmark (design.md, "Targets"): a signed 1.5 KB codehost payload, 32
- * connections, against hookline on PostgreSQL, hookline embedded (PGlite) and a bare Fastify route
+ * connections, against hookline on PostgreSQL, hookline embedded (its own PostgreSQL) and a bare Fastify route
  * that checks the same HMAC and persists nothing, in one run. Each server runs in its own child
  * process; autocannon drives it from this one. Prints req/s, p50, p99 and the ratios to the bare
  * route. `npm run bench:ingest [-- --duration 10 --connections 32 --only bare,postgres,embedded]`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
-import { peakRssMb } from './memory.ts';
+import { memoryOf, peakRssMb, postmasterOf, processTree, sampleTreePeak } from './memory.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -103,6 +102,25 @@ async function serveHookline(): Promise<number> {
 
 // ---- parent: drive each target -----------------------------------------------------------
 
+/** Peak of hookline's RSS plus its PostgreSQL's PSS, sampled at the same moments. */
+function sampleTotal(hooklinePid: number, dataDir: string) {
+  let peak = 0;
+  const sample = () => {
+    const pm = postmasterOf(dataDir);
+    const pg = pm ? memoryOf(processTree(pm)).pssMb : 0;
+    peak = Math.max(peak, memoryOf([hooklinePid]).rssMb + pg);
+  };
+  sample();
+  const timer = setInterval(sample, 200);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}
+
 function startChild(
   target: Target,
   env: Record<string, string>,
@@ -142,6 +160,10 @@ interface Figures {
   errors: number;
   /** The server's peak resident set (VmHWM), MB; undefined where /proc is not there. */
   peakRssMb?: number;
+  /** Embedded: peaks of the sums over the managed PostgreSQL's processes (RSS and PSS), MB. */
+  postgres?: { rssMb: number; pssMb: number };
+  /** Embedded: peak of hookline's RSS plus its PostgreSQL's PSS, sampled together, MB. */
+  totalMb?: number;
 }
 
 async function drive(
@@ -230,16 +252,26 @@ async function main(): Promise<void> {
       env.DATABASE_URL = database.url;
       cleanup = database.drop;
     } else if (target === 'embedded') {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-bench-'));
-      env.HOOKLINE_DATA_DIR = dir;
-      cleanup = () => rm(dir, { recursive: true, force: true });
+      const dataDir = await scratchDataDir('ingest');
+      env.HOOKLINE_DATA_DIR = dataDir.dir;
+      cleanup = dataDir.remove;
     }
     try {
       const { child, port } = await startChild(target, env);
       try {
         if (warmup > 0) await drive(target, port, warmup, connections, body, deliveryIds);
+        const dir = env.HOOKLINE_DATA_DIR;
+        const pgPeak = dir ? sampleTreePeak(() => postmasterOf(dir)) : undefined;
+        const totalPeak = dir && child.pid ? sampleTotal(child.pid, dir) : undefined;
         const figures = await drive(target, port, seconds, connections, body, deliveryIds);
-        results.push({ ...figures, peakRssMb: child.pid === undefined ? undefined : peakRssMb(child.pid) });
+        const postgres = pgPeak?.stop();
+        const totalMb = totalPeak?.stop();
+        results.push({
+          ...figures,
+          peakRssMb: child.pid === undefined ? undefined : peakRssMb(child.pid),
+          ...(postgres ? { postgres } : {}),
+          ...(totalMb !== undefined ? { totalMb } : {}),
+        });
         console.log(`  ${target}: done`);
       } finally {
         await stopChild(child);
@@ -250,15 +282,30 @@ async function main(): Promise<void> {
   }
 
   const bare = results.find((r) => r.target === 'bare');
-  console.log('\ntarget     req/s     p50 ms  p99 ms  ratio   2xx       non-2xx  errors  peak RSS MB');
+  const server = results.find((r) => r.target === 'postgres');
+  console.log(
+    '\ntarget     req/s     p50 ms  p99 ms  ratio   2xx       non-2xx  errors  peak RSS MB  PostgreSQL peak RSS/PSS MB  hookline+PG peak MB',
+  );
   for (const r of results) {
     const ratio = bare ? `${((r.rps / bare.rps) * 100).toFixed(1)}%` : 'n/a';
+    const pgMem = r.postgres ? `${r.postgres.rssMb.toFixed(0)} / ${r.postgres.pssMb.toFixed(0)}` : 'n/a';
     console.log(
-      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio.padStart(6)}  ${String(r.ok).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${r.peakRssMb === undefined ? 'n/a' : r.peakRssMb.toFixed(0).padStart(11)}`,
+      `${r.target.padEnd(10)} ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${ratio.padStart(6)}  ${String(r.ok).padStart(8)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${r.peakRssMb === undefined ? 'n/a' : r.peakRssMb.toFixed(0).padStart(11)}  ${pgMem.padStart(26)}  ${r.totalMb === undefined ? 'n/a' : r.totalMb.toFixed(0).padStart(19)}`,
+    );
+  }
+  const embedded = results.find((r) => r.target === 'embedded');
+  if (embedded && server) {
+    console.log(
+      `\nembedded / server mode, same run: ${((embedded.rps / server.rps) * 100).toFixed(1)}% of the rate`,
     );
   }
   console.log(`\nload average at end: ${load()}`);
-  console.log('targets: postgres >= 50% of bare with p99 < 25 ms; embedded >= 25% of bare');
+  console.log(
+    'targets: postgres >= 50% of bare with p99 < 25 ms; embedded >= 90% of server mode; embedded peak: hookline < 250 MB, hookline + its PostgreSQL < 400 MB',
+  );
+  console.log(
+    'PostgreSQL RSS counts shared buffers once per process that touched them; PSS divides shared pages among their sharers (what the processes really hold); hookline+PG = hookline RSS + PostgreSQL PSS, sampled together',
+  );
 }
 
 await main();

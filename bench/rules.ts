@@ -16,6 +16,7 @@ import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
 import { vendEndpoint } from '../src/endpoints/vend.ts';
 import { jsonEvent } from '../src/eventstore/codec.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 
 const { values } = parseArgs({
   options: {
@@ -83,8 +84,10 @@ async function evaluationCost(n: number) {
 }
 
 async function ingestThroughput(duration: number, connections: number) {
+  const dataDir = await scratchDataDir('rules');
   const config = loadConfig(
     {
+      HOOKLINE_DATA_DIR: dataDir.dir,
       HOOKLINE_HOST: '127.0.0.1',
       HOOKLINE_PORT: '0',
       HOOKLINE_LOG_LEVEL: 'silent',
@@ -92,7 +95,7 @@ async function ingestThroughput(duration: number, connections: number) {
     },
     packageVersion(),
   );
-  const runtime = await createRuntime(config, { inMemory: true });
+  const runtime = await createRuntime(config);
   const app = await buildApp(runtime, { requestLogging: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -147,6 +150,7 @@ async function ingestThroughput(duration: number, connections: number) {
   } finally {
     await app.close();
     await runtime.close();
+    await dataDir.remove();
   }
 }
 

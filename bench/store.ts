@@ -1,24 +1,23 @@
 /**
  * Event store benchmark (issue 2, point 12): append throughput with 32 concurrent writers of 1 KB
- * events (group commit), and catch-up read rate, on PGlite and PostgreSQL. Prints a table of
+ * events (group commit), and catch-up read rate, in embedded mode (hookline's own PostgreSQL) and on PostgreSQL. Prints a table of
  * medians over a few rounds. Run: `npm run bench:store` (Node 24). See bench/README.md.
  *
  *   --rounds N      rounds per case (default 3)
  *   --seconds S     append phase per round (default 3)
- *   --only NAME     pglite | postgres
+ *   --only NAME     embedded | postgres
  *   --connections N PostgreSQL: append batches in flight at once (default 2, the store's default)
  *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../src/db/open.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from '../src/db/open.ts';
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
 import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
@@ -138,25 +137,25 @@ async function withPostgres<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T>
   }
 }
 
-async function withPglite<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'hookline-bench-'));
-  const sql = await openPglite(dir);
+async function withEmbedded<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
+  const dataDir = await scratchDataDir('store');
+  const sql = await openEmbedded(dataDir.dir);
   try {
     return await fn(sql);
   } finally {
     await sql.close();
-    await rm(dir, { recursive: true, force: true });
+    await dataDir.remove();
   }
 }
 
 const rows: Array<Record<string, string>> = [];
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
-for (const backend of ['pglite', 'postgres'] as const) {
+for (const backend of ['embedded', 'postgres'] as const) {
   if (args.only && args.only !== backend) continue;
-  const open = backend === 'pglite' ? withPglite : withPostgres;
+  const open = backend === 'embedded' ? withEmbedded : withPostgres;
   for (const c of cases) {
-    resetPeakRss(); // each case's own peak (the store and, for PGlite, the database run in this process)
+    resetPeakRss(); // each case's own peak (this process only: the database is a server either way)
     const results = await open(async (sql) => {
       await migrateToLatest(sql.db);
       const store = await createSqlEventStore(sql, { writers: Number(args.connections) });
@@ -167,7 +166,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
       }
     });
     rows.push({
-      backend: backend === 'pglite' ? 'PGlite (on disk)' : 'PostgreSQL',
+      backend: backend === 'embedded' ? 'embedded (own PostgreSQL)' : 'PostgreSQL',
       writers: c.label,
       'appends/s': fmt(median(results.map((r) => r.appendsPerSec))),
       'append p99 ms': median(results.map((r) => r.p99Ms)).toFixed(1),

@@ -41,6 +41,8 @@ export interface LogFilters {
   readonly event_type?: string | undefined;
   /** An ISO-8601 timestamp or an event id: an inclusive lower bound. */
   readonly since?: string | undefined;
+  /** Only events with a greater id (the screens' live rows: what is newer than the rows shown). */
+  readonly after_id?: number | undefined;
 }
 
 export interface LogPage {
@@ -120,6 +122,7 @@ export async function listEvents(
       throw invalid('since', 'since must be an ISO-8601 date-time or an event id');
     }
   }
+  if (filters.after_id !== undefined) q = q.where('id', '>', BigInt(filters.after_id));
   if (cursor !== undefined && cursor !== '') {
     const c = decodeCursor(cursor);
     q = q.where((eb) => eb(eb.refTuple('received_at', 'id'), '<', eb.tuple(c.at, BigInt(c.id))));

@@ -236,3 +236,16 @@ export function pageOperatorTodos(
   if (before) q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(before.at, before.id)));
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
+
+/** Todos counted by queue and state, every endpoint together (GET /metrics). */
+export function countTodosByQueueAndState(
+  db: Kysely<Database>,
+): Promise<{ queue: string; state: string; count: number }[]> {
+  return db
+    .selectFrom('todos')
+    .select(['queue', 'state'])
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .groupBy(['queue', 'state'])
+    .execute()
+    .then((rows) => rows.map((r) => ({ queue: r.queue, state: r.state, count: Number(r.count) })));
+}

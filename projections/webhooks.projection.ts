@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
-import { WEBHOOK_EVENT_TYPES } from '../src/domain/webhook/events.ts';
+import { type SigningScheme, WEBHOOK_EVENT_TYPES } from '../src/domain/webhook/events.ts';
 import { evolveWebhook, type WebhookState } from '../src/domain/webhook/state.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
@@ -35,7 +35,12 @@ const stateOf = (row: WebhookRow): WebhookState => ({
   signing:
     row.signing_scheme === null
       ? null
-      : { scheme: 'standard-webhooks', secretSealed: '', required: row.signature_required },
+      : {
+          scheme: row.signing_scheme as SigningScheme,
+          secretSealed: '',
+          required: row.signature_required,
+          previous: null,
+        },
   version: row.rules_version,
   rules: row.rules,
   routes: row.routes,

@@ -15,7 +15,7 @@ export interface WebhooksTable {
   trust_mode: string;
   token_hash: string;
   created_at: ColumnType<Date, Date, Date>;
-  /** Its signing scheme (`standard-webhooks`) once a secret is set, and whether a signature is required. */
+  /** Its signing scheme (`standard-webhooks`, `codehost`, `payments` or `chat`) once a secret is set, and whether a signature is required. */
   signing_scheme: ColumnType<string | null, string | null | undefined, string | null>;
   signature_required: ColumnType<boolean, boolean | undefined, boolean>;
   /** Its rules (id and source, in order) at `rules_version`, and its routes: the console shows them. */

@@ -11,6 +11,7 @@ import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (iss
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
+import { countDeliveries, metricsPlugin } from './http/metrics.ts';
 import { limitRequests } from './http/rate-limit.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { securityHeadersPlugin } from './http/security-headers.ts';
@@ -91,14 +92,22 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
       options: options.stream,
     }),
   );
-  // Webhook signing secrets are sealed by create_webhook (MCP) and opened by the ingest route;
-  // a friend endpoint's bearer is sealed at approval until its requester collects it.
+  await app.register(metricsPlugin(runtime)); // GET /metrics, to whom the screens are served
+  // Webhook signing secrets are sealed by a vend or create_webhook (MCP) and opened by the ingest
+  // route; a friend endpoint's bearer is sealed at approval until its requester collects it.
   const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   await app.register(createUi(runtime, live, { secretBox }));
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
-  await app.register(createApiRoutes({ runtime, auth: operatorAuth, recorder: ingestion.recorder }));
+  await app.register(
+    createApiRoutes({
+      runtime,
+      auth: operatorAuth,
+      recorder: ingestion.recorder,
+      seal: (secret, webhookId) => secretBox.seal(secret, webhookId),
+    }),
+  );
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
@@ -123,6 +132,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
   await app.register(async (receivers) => {
     await limitRequests(receivers, config.receiverRateLimit);
+    countDeliveries(receivers); // hookline_deliveries_total, hookline_ingest_duration_seconds
     await receivers.register(createWebhookRoutes({ config, ingestion })); // POST /webhooks/<provider>
     await receivers.register(createEndpointWebhookRoutes({ config, receiver })); // POST /webhooks/w/<token>
   });

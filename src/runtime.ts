@@ -1,4 +1,4 @@
-import { createProjectionHealth } from '../projections/engine/lag-health.ts';
+import { createProjectionHealth, type ProjectionLag } from '../projections/engine/lag-health.ts';
 import { createProjectionRunner } from '../projections/engine/runner.ts';
 import type { ProjectionRunner } from '../projections/engine/types.ts';
 import { allProjections } from '../projections/index.ts';
@@ -7,7 +7,7 @@ import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { openPglite, openPostgres, type SqlDatabase } from './db/open.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from './db/open.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.ts';
@@ -19,7 +19,7 @@ import { assertQuarantineReserved } from './rules/reserved-queue.ts'; // RULES (
 
 /**
  * Everything a running hookline holds, built once and passed explicitly (style.md §3). Tests build
- * one over an in-memory PGlite or a fresh PostgreSQL database.
+ * one over a fresh data directory (embedded mode's own PostgreSQL) or a fresh PostgreSQL database.
  */
 export interface Runtime {
   readonly config: Config;
@@ -30,6 +30,8 @@ export interface Runtime {
   readonly store: EventStore;
   readonly projections: ProjectionRunner;
   readonly health: HealthRegistry;
+  /** The read models' last measured lag behind the log (undefined before the first, or without projections). */
+  readonly projectionLag: () => ProjectionLag | undefined;
   /** RULES (issue 7): the one rule sandbox of this process (started on first use, closed with it). */
   readonly rules: RuleEngine;
   /** RULES (issue 7): outbound replay through the SSRF guard. */
@@ -42,8 +44,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   readonly logger?: Logger;
   readonly clock?: Clock;
-  /** Embedded mode only: keep PGlite in memory instead of the data directory (tests). */
-  readonly inMemory?: boolean;
+  /** Embedded mode, tests: a database of its own on the data directory's server (default `hookline`). */
+  readonly embeddedDatabase?: string;
   /** Start the projection workers (default true). */
   readonly startProjections?: boolean;
   /** RULES (issue 7): rule engine limits (tests: a sandbox that cannot start). */
@@ -52,22 +54,28 @@ export interface RuntimeOptions {
   readonly replay?: ReplayClientOptions;
 }
 
-async function openSql(config: Config, options: RuntimeOptions): Promise<SqlDatabase> {
-  if (config.mode === 'embedded') return openPglite(options.inMemory ? undefined : config.dataDir);
+/** Embedded mode starts (or adopts) its own PostgreSQL in the data directory; then one code path. */
+export async function openSql(
+  config: Config,
+  logger?: Logger,
+  options: Pick<RuntimeOptions, 'embeddedDatabase'> = {},
+): Promise<SqlDatabase> {
+  if (config.mode === 'embedded') {
+    return openEmbedded(config.dataDir, {
+      onInfo: (message) => logger?.info(message),
+      ...(options.embeddedDatabase ? { database: options.embeddedDatabase } : {}),
+    });
+  }
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required outside embedded mode');
   return openPostgres(config.databaseUrl);
 }
 
 /**
- * Migrations at start. On PostgreSQL they get a connection of their own without the serving bound
- * on a statement's duration (db/open.ts): a migration may run long, an index over a big table say.
+ * Migrations at start, on a connection of their own without the serving bound on a statement's
+ * duration (db/open.ts): a migration may run long, an index over a big table say.
  */
-async function migrate(config: Config, sql: SqlDatabase): Promise<void> {
-  if (sql.kind !== 'postgres' || !config.databaseUrl) {
-    await migrateToLatest(sql.db);
-    return;
-  }
-  const unbounded = openPostgres(config.databaseUrl, { max: 1, queryTimeoutMs: 0 });
+async function migrate(sql: SqlDatabase): Promise<void> {
+  const unbounded = openPostgres(sql.url, { max: 1, queryTimeoutMs: 0 });
   try {
     await migrateToLatest(unbounded.db);
   } finally {
@@ -87,11 +95,11 @@ async function openStore(config: Config, sql: SqlDatabase): Promise<EventStore> 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
-  const sql = await openSql(config, options);
+  const sql = await openSql(config, logger, options);
   const closeHooks: Array<() => Promise<void> | void> = [];
   let store: EventStore | undefined;
   try {
-    await migrate(config, sql);
+    await migrate(sql);
     store = await openStore(config, sql);
     // RULES (issue 7): spec 9, 0.4.0 item 7. Only a runtime that serves refuses to start; the
     // maintenance commands (`hookline projections ...`, no projections started) must still run.
@@ -100,9 +108,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     if (options.startProjections !== false) await projections.start();
     let closing: Promise<void> | undefined;
     const health = createHealthRegistry();
+    let projectionLag: () => ProjectionLag | undefined = () => undefined;
     if (options.startProjections !== false) {
       // /healthz says `projections: error` (status degraded) when a read model is over 60 s behind.
       const projectionHealth = createProjectionHealth(projections);
+      projectionLag = () => projectionHealth.lag();
       health.register('projections', projectionHealth.state);
       closeHooks.push(() => projectionHealth.stop());
     }
@@ -121,6 +131,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       store,
       projections,
       health,
+      projectionLag: () => projectionLag(),
       rules,
       replay,
       onClose: (hook) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
-import { createRuntime, type Runtime } from './runtime.ts';
+import { createRuntime, type Runtime, type RuntimeOptions } from './runtime.ts';
 
 export interface RunningServer {
   readonly app: FastifyInstance;
@@ -15,26 +15,18 @@ export interface RunningServer {
 export interface StartServerOptions {
   /** Install SIGTERM/SIGINT handlers that stop gracefully and exit (the CLI does; tests do not). */
   readonly handleSignals?: boolean;
-  /** Runs before the runtime opens the database (embedded: the data-directory lock). */
-  readonly beforeOpen?: () => Promise<(() => Promise<void>) | undefined>;
+  /** Passed to createRuntime (tests). */
+  readonly runtime?: RuntimeOptions;
 }
 
 /** Opens the runtime, builds the app and listens (style.md §4: server.ts listens). */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
-  const release = options.beforeOpen ? await options.beforeOpen() : undefined;
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime(config);
-  } catch (err) {
-    await release?.();
-    throw err;
-  }
+  const runtime: Runtime = await createRuntime(config, options.runtime);
   const app = await buildApp(runtime);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await runtime.close();
-    await release?.();
     throw err;
   }
   const address = app.server.address();
@@ -54,7 +46,6 @@ export async function startServer(config: Config, options: StartServerOptions = 
         clearInterval(reaper);
       }
       await runtime.close();
-      await release?.();
     })();
     return stopping;
   };

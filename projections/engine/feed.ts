@@ -18,9 +18,9 @@ export interface LiveFeed {
 }
 
 /**
- * One `$all` subscription shared by the runner's live workers: on PGlite every subscription is a
- * query on the single connection after each commit, so eight projections following separately
- * would read eight times what one reader needs. Started by the first follower at its position and
+ * One `$all` subscription shared by the runner's live workers: every subscription is a query
+ * after each commit, so eight projections following separately would read eight times what one
+ * reader needs. Started by the first follower at its position and
  * stopped when the last one leaves (a standby process reads nothing). A follower at or ahead of
  * the feed's last event joins it and skips what it has already applied; one behind it is told to
  * read (FeedAheadError), since the feed keeps no history.

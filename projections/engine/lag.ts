@@ -17,7 +17,7 @@ export interface LogCounter {
 }
 
 /**
- * Over the SQL event store (PGlite/PostgreSQL) a count on `es_events`, which reads the index only,
+ * Over the SQL event store (PostgreSQL) a count on `es_events`, which reads the index only,
  * with the store's own visibility rule (transactions below the oldest running one).
  */
 export function sqlLogCounter(db: SqlDatabase['db']): LogCounter {

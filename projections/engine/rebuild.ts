@@ -18,7 +18,7 @@ export interface RebuildDeps {
   readonly store: EventStore;
   readonly counter: LogCounter;
   readonly log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
-  /** Events per replay transaction: small, so PGlite's one connection keeps serving ingestion in between. */
+  /** Events per replay transaction: small, so no long transaction holds back the xid8 reader. */
   readonly batchSize: number;
   /** Present on PostgreSQL: two rebuilds of one projection never share a shadow schema. */
   readonly locks: LockSession | undefined;
@@ -152,8 +152,7 @@ export async function replay(
 ): Promise<Position> {
   const { store, batchSize } = deps;
   const db = deps.sql.db;
-  const prefetch = deps.sql.kind === 'postgres';
-  const lanes = prefetch && projection.commutes ? PARALLEL_APPLIES : 1;
+  const lanes = projection.commutes ? PARALLEL_APPLIES : 1;
   const commutes = (e: RecordedEvent) =>
     (projection.handles !== undefined && !projection.handles(e)) || projection.commutes!(e);
   const applying = new Set<Promise<void>>();
@@ -170,7 +169,7 @@ export async function replay(
       if (batch.length === 0) break;
       const last = batch[batch.length - 1]!.position;
       const full = batch.length === batchSize;
-      if (prefetch && full) next = readBatch(store, last, batchSize);
+      if (full) next = readBatch(store, last, batchSize);
       const alone = lanes === 1 || !batch.every(commutes);
       if (alone) await Promise.all(applying);
       while (applying.size >= lanes) await Promise.race(applying);
@@ -187,10 +186,9 @@ export async function replay(
       check();
       position = last;
       if (!full) break;
-      // PGlite answers in microtasks: without a turn of the event loop here, requests arriving over
-      // the network (ingestion) would wait for the whole replay instead of one batch.
+      // A turn of the event loop between batches: requests arriving over the network (ingestion)
+      // wait for one batch, not the whole replay.
       await yieldToEventLoop();
-      if (!prefetch) next = readBatch(store, position, batchSize);
     }
     await Promise.all(applying);
     check();

@@ -13,7 +13,7 @@ import type { Projection, ProjectionRunner, ProjectionStatus, RebuildProgress } 
 import { createWorker, type Worker, type WorkerOptions } from './worker.ts';
 
 export interface RunnerOptions extends Partial<WorkerOptions> {
-  /** Events per rebuild transaction (default 500 on PGlite, 2000 on PostgreSQL). */
+  /** Events per rebuild transaction (default 1000). */
   readonly rebuildBatchSize?: number;
   /** Lag is counted up to this many events (status shows the cap when the backlog is longer). */
   readonly lagCap?: number;
@@ -70,9 +70,8 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
     retryMaxMs: o.retryMaxMs ?? 5000,
     standbyRetryMs: o.standbyRetryMs ?? 2000,
     lostLockCooldownMs: o.lostLockCooldownMs ?? 2 * (o.standbyRetryMs ?? 2000) + 1000,
-    // PGlite: one process, read-your-writes uses the in-memory position, and every transaction
-    // takes the single connection from ingestion. PostgreSQL: other processes poll the row.
-    checkpointEveryMs: o.checkpointEveryMs ?? (sql.kind === 'pglite' ? 1000 : 100),
+    // Other processes (a standby, read-your-writes elsewhere) poll the checkpoint row.
+    checkpointEveryMs: o.checkpointEveryMs ?? 100,
   };
   const lagCap = o.lagCap ?? 1_000_000;
   const waitTimeoutMs = o.waitTimeoutMs ?? 5000;
@@ -81,9 +80,8 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
   const counter: LogCounter = createLogCounter(store, sql);
   const cmp = positionOrder(store);
   const log = logger.child({ component: 'projections' });
-  // Advisory locks and standbys exist on PostgreSQL only (design.md); PGlite is one process.
-  const locks: LockSession | undefined =
-    sql.kind === 'postgres' && sql.pool ? createLockSession(sql.pool, log) : undefined;
+  // Advisory locks: one writer per projection, standbys in other processes (design.md), every mode.
+  const locks: LockSession | undefined = createLockSession(sql.pool, log);
   const rebuildDeps: RebuildDeps = {
     sql,
     store,
@@ -92,7 +90,7 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
     locks,
     // 1,000 on PostgreSQL: as fast as 2,000 (55,000 log events/s either way in bench:rebuild) with
     // less in flight across the two lanes and the read ahead (peak RSS 232 MB against 260 MB).
-    batchSize: o.rebuildBatchSize ?? (sql.kind === 'postgres' ? 1000 : 500),
+    batchSize: o.rebuildBatchSize ?? 1000,
   };
 
   const feed = createLiveFeed(store, cmp);

@@ -33,7 +33,7 @@ export interface WorkerDeps {
   readonly store: EventStore;
   readonly log: Logger;
   readonly options: WorkerOptions;
-  /** PostgreSQL only; embedded mode is one process with one writer and no locks. */
+  /** The writer locks (advisory locks); undefined only in tests of a worker alone. */
   readonly locks: LockSession | undefined;
   /** The runner's shared live subscription. */
   readonly feed: LiveFeed;
@@ -119,8 +119,8 @@ export function createWorker(deps: WorkerDeps): Worker {
 
   /**
    * A batch the projection ignores changes no row, so its checkpoint is written lazily (at most
-   * every `checkpointEveryMs`): on PGlite's one connection a transaction per batch for every
-   * projection would crowd out ingestion. Until then this process's position runs ahead of the
+   * every `checkpointEveryMs`): a transaction per batch for every projection would crowd the
+   * pool that ingestion uses. Until then this process's position runs ahead of the
    * row; after a crash the ignored events are read again, which changes nothing.
    */
   async function applyBatch(batch: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
@@ -159,7 +159,7 @@ export function createWorker(deps: WorkerDeps): Worker {
       if (batch.length === 0) return;
       await applyBatch(batch, signal);
       if (batch.length < options.batchSize) return;
-      await yieldToEventLoop(); // let network I/O in between batches (PGlite answers in microtasks)
+      await yieldToEventLoop(); // let network I/O in between batches
     }
   }
 

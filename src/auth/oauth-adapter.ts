@@ -6,7 +6,7 @@ import type { Database } from '../db/database.ts';
 const hash = (value: string): string => createHash('sha256').update(value, 'utf8').digest('base64url');
 
 /**
- * oidc-provider's storage over our SQL database (PGlite or PostgreSQL). Ids, uids and user codes
+ * oidc-provider's storage over our PostgreSQL database. Ids, uids and user codes
  * are looked up by their SHA-256, and the payload is stored without its `jti` (for opaque tokens
  * the token itself), so the table never holds a usable credential. `consume` marks the row;
  * oidc-provider sees `consumed` and treats a second use of a code or a rotated refresh token as

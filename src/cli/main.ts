@@ -11,6 +11,7 @@ import { registerProjections } from './commands/projections.ts';
 import { registerProviders } from './commands/providers.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerTodos } from './commands/todos.ts';
+import { registerTransfer } from './commands/transfer.ts';
 import { registerVersion } from './commands/version.ts';
 import { registerWhoami } from './commands/whoami.ts';
 import { packageVersion } from './package.ts';
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerMigrate(program);
   registerProjections(program);
+  registerTransfer(program);
   registerLogin(program);
   registerLogout(program);
   registerWhoami(program);

@@ -111,6 +111,9 @@ export function describeStartupError(
   config: Pick<Config, 'host' | 'port' | 'databaseUrl'> | undefined,
 ): string | undefined {
   for (const e of chain(err)) {
+    // Embedded mode's own PostgreSQL (db/managed-postgres.ts) says its failures as sentences.
+    if (e.name === 'ManagedPostgresError')
+      return `hookline: cannot start the embedded PostgreSQL: ${e.message}`;
     if (e.syscall === 'listen' && config) {
       const problem = listenProblem(e.code, config.host, config.port);
       if (problem) return `hookline: cannot start: ${problem}`;

@@ -1,10 +1,9 @@
-import type { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, type Kysely } from 'kysely';
 import pg from 'pg';
 import { from as copyFromStdin, to as copyToStdout } from 'pg-copy-streams';
 
 /**
- * Bulk loading with `COPY ... FROM STDIN (FORMAT binary)` through Kysely, on PostgreSQL and PGlite,
+ * Bulk loading with `COPY ... FROM STDIN (FORMAT binary)` through Kysely,
  * and bulk reading with `COPY (query) TO STDOUT (FORMAT binary)`.
  *
  * An INSERT from unnested arrays makes PostgreSQL parse every array in text form and materialize
@@ -18,9 +17,8 @@ import { from as copyFromStdin, to as copyToStdout } from 'pg-copy-streams';
  *
  * Kysely knows nothing of COPY, so a statement runs as a query whose only parameter is a
  * CopyInput (its data) or COPY_OUT (asking for the output): the pool's clients (CopyingClient)
- * run it with pg-copy-streams, and PGlite (through withBinaryCopy) through the `/dev/blob` of its
- * query options. Either way it runs on the connection, and in the transaction, of the Kysely
- * handle it is given. COPY takes no parameters: a statement carries its values written out.
+ * run it with pg-copy-streams, on the connection, and in the transaction, of the Kysely handle it
+ * is given. COPY takes no parameters: a statement carries its values written out.
  */
 
 /** The data of one COPY, as the only parameter of its statement. */
@@ -292,34 +290,4 @@ export class CopyingClient extends pg.Client {
       });
     });
   }
-}
-
-/**
- * PGlite for the Kysely dialect: a query whose only parameter is a CopyInput or COPY_OUT reads or
- * writes `/dev/blob` (PGlite's way of feeding COPY); everything else goes to PGlite unchanged.
- */
-export function withBinaryCopy(pglite: PGlite): PGlite {
-  const query: PGlite['query'] = async (text, values, options) => {
-    const call = copyCall(text, values);
-    if (!call) return pglite.query(text, values, options);
-    if (call.direction === 'in') {
-      // A copy of its own: a Blob part must be backed by an ArrayBuffer (not possibly shared).
-      const data = new Uint8Array(call.data);
-      return pglite.query(text.replace(/\bfrom stdin\b/i, "from '/dev/blob'"), [], {
-        ...options,
-        blob: new Blob([data]),
-      });
-    }
-    const result = await pglite.query(text.replace(/\bto stdout\b/i, "to '/dev/blob'"), [], options);
-    if (!result.blob) throw new Error('PGlite returned no COPY output');
-    const data = Buffer.from(await result.blob.arrayBuffer());
-    return { ...result, rows: [{ data }] as never[] };
-  };
-  return new Proxy(pglite, {
-    get(target, prop) {
-      if (prop === 'query') return query;
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }

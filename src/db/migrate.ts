@@ -13,7 +13,7 @@ export function createMigrator<T>(db: Kysely<T>): Migrator {
   });
 }
 
-/** Runs every pending migration; throws with the failing migration's name. Identical on PGlite and PostgreSQL. */
+/** Runs every pending migration; throws with the failing migration's name. The same in every mode. */
 export async function migrateToLatest<T>(db: Kysely<T>): Promise<readonly MigrationResult[]> {
   const { error, results } = await createMigrator(db).migrateToLatest();
   if (error) {

@@ -1,68 +1,24 @@
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { CopyingClient, withBinaryCopy } from './copy.ts';
+import { CopyingClient } from './copy.ts';
 import type { Database } from './database.ts';
+import { type ManagedPostgresOptions, startManagedPostgres } from './managed-postgres.ts';
 
 // int8 (bigint) columns come back as strings by default; revisions and positions need exact values.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => BigInt(v));
 
-export type SqlKind = 'pglite' | 'postgres';
-
-/** A handle on the SQL database that holds the read models (and, outside scale-out, the event log). */
-export interface SqlDatabase {
-  readonly kind: SqlKind;
-  readonly db: Kysely<Database>;
-  /** Present in server and scale-out modes: the pool, for LISTEN/NOTIFY and advisory locks. */
-  readonly pool: pg.Pool | undefined;
-  /** Present in embedded mode. */
-  readonly pglite: PGlite | undefined;
-  close(): Promise<void>;
-}
-
-/** PostgreSQL's type oid of bytea. */
-const BYTEA_OID = 17;
-
 /**
- * bytea through Buffer's hex codec: PGlite's own turns each byte into a string of its own, about
- * 135 µs for a 1.5 KB payload going in (the log's every row), against about 2 µs here.
+ * A handle on the PostgreSQL database that holds the read models (and, outside scale-out, the event
+ * log): the server of DATABASE_URL, or embedded mode's own (managed-postgres.ts). One code path.
  */
-const byteaCodecs: Pick<PGliteOptions, 'parsers' | 'serializers'> = {
-  serializers: {
-    [BYTEA_OID]: (value: unknown) => {
-      if (!(value instanceof Uint8Array)) throw new TypeError('a bytea parameter takes a Uint8Array');
-      return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
-    },
-  },
-  parsers: { [BYTEA_OID]: (value: string) => Buffer.from(value.slice(2), 'hex') },
-};
-
-/** Embedded mode. PGlite and its Kysely dialect are loaded only here: server mode never holds them. */
-export async function openPglite(dataDir: string | undefined): Promise<SqlDatabase> {
-  const [{ PGlite }, { PGliteDialect }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('kysely-pglite-dialect'),
-  ]);
-  let pglite: PGlite;
-  if (dataDir) {
-    const dir = path.join(dataDir, 'pglite');
-    await mkdir(dir, { recursive: true });
-    pglite = await PGlite.create(dir, byteaCodecs);
-  } else {
-    pglite = await PGlite.create(byteaCodecs); // in memory, for tests
-  }
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(withBinaryCopy(pglite)) });
-  return {
-    kind: 'pglite',
-    db,
-    pool: undefined,
-    pglite,
-    close: async () => {
-      await db.destroy(); // the dialect closes PGlite
-    },
-  };
+export interface SqlDatabase {
+  readonly kind: 'postgres';
+  readonly db: Kysely<Database>;
+  /** The pool, for LISTEN/NOTIFY, advisory locks and COPY. */
+  readonly pool: pg.Pool;
+  /** Where it connects: DATABASE_URL, or the managed server's socket (never logged: a password). */
+  readonly url: string;
+  close(): Promise<void>;
 }
 
 /**
@@ -133,9 +89,31 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     kind: 'postgres',
     db,
     pool,
-    pglite: undefined,
+    url: connectionString,
     close: async () => {
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * Embedded mode: starts (or adopts) the PostgreSQL of `<dataDir>/pg` and opens it as server mode
+ * would. Closing ends the pool, then stops the server unless another client still uses it.
+ */
+export async function openEmbedded(
+  dataDir: string,
+  options: PostgresOptions & ManagedPostgresOptions = {},
+): Promise<SqlDatabase> {
+  const managed = await startManagedPostgres(dataDir, options);
+  const sql = openPostgres(managed.url, options);
+  return {
+    ...sql,
+    close: async () => {
+      try {
+        await sql.close();
+      } finally {
+        await managed.stop();
+      }
     },
   };
 }

@@ -5,9 +5,10 @@ import { checkVendScope, endpointDecider } from '../domain/endpoint/decide.ts';
 import { endpointStream } from '../domain/endpoint/events.ts';
 import type { Verb } from '../domain/endpoint/verbs.ts';
 import { webhookDecider } from '../domain/webhook/decide.ts';
-import { webhookStream } from '../domain/webhook/events.ts';
+import { type WebhookScheme, webhookStream } from '../domain/webhook/events.ts';
 import type { Position } from '../eventstore/port.ts';
 import { newId, randomBase32 } from '../ids.ts';
+import { chooseSigning, type SigningChoice } from '../webhooks/create.ts';
 import { ensureAgent } from './agents.ts';
 import { reserveSlug } from './resolve.ts';
 
@@ -20,6 +21,8 @@ export interface VendInput {
   readonly verbs: readonly Verb[];
   readonly expiresAt: Date | null;
   readonly replayTargets: readonly string[];
+  /** How its webhook's senders sign (default `none`: the URL is the credential). */
+  readonly webhookSigning?: SigningChoice | undefined;
 }
 
 export interface Vended {
@@ -35,6 +38,9 @@ export interface Vended {
   readonly webhookId: string;
   /** The ingest URL's secret part, likewise returned once. */
   readonly ingestToken: string;
+  readonly webhookScheme: WebhookScheme;
+  /** Its signing secret in the clear, returned once; null for the scheme none. */
+  readonly webhookSecret: string | null;
   readonly expiresAt: Date | null;
   readonly replayTargets: readonly string[];
   /** Position of the last append, for read-your-writes. */
@@ -47,6 +53,8 @@ export interface VendDeps extends CommandDeps {
    * it refuses. Called for every target before anything is minted.
    */
   readonly checkReplayTarget: (url: string) => Promise<void>;
+  /** Seals a webhook signing secret (the secret box), needed when a vend names a scheme. */
+  readonly seal?: ((secret: string, webhookId: string) => string) | undefined;
 }
 
 const SLUG_ATTEMPTS = 8;
@@ -59,6 +67,8 @@ const SLUG_ATTEMPTS = 8;
  */
 export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Vended> {
   checkVendScope(input, deps.clock.now());
+  const signing = chooseSigning(input.webhookSigning ?? { scheme: 'none' });
+  if (signing && !deps.seal) throw new Error('a vend with a webhook scheme needs the secret box');
   for (const target of input.replayTargets) await deps.checkReplayTarget(target);
 
   const agent = await ensureAgent(deps, { operator: input.operator, name: input.name });
@@ -81,6 +91,15 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
       name: slug,
       queue: input.queues[0]!,
       tokenHash: hashCredential(ingestToken),
+      ...(signing && deps.seal
+        ? {
+            signing: {
+              scheme: signing.scheme,
+              secretSealed: deps.seal(signing.secret, webhookId),
+              required: signing.required,
+            },
+          }
+        : {}),
     },
     { newStream: true, retries: 0 },
   );
@@ -117,6 +136,8 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
     token,
     webhookId,
     ingestToken,
+    webhookScheme: input.webhookSigning?.scheme ?? 'none',
+    webhookSecret: signing?.secret ?? null,
     expiresAt: input.expiresAt,
     replayTargets: input.replayTargets,
     position: vended.position!,

@@ -4,15 +4,15 @@ import type { Observable } from 'rxjs';
  * The event store port. Semantics follow EventStoreDB (design.md, "The event store port"):
  * 0-based stream revisions, expected-revision checks, an opaque ordered global position, and
  * catch-up reads and subscriptions over `$all` that never skip an event whose transaction commits
- * late and never repeat one. Three adapters implement it: PGlite and PostgreSQL (one Kysely
- * implementation) and EventStoreDB. One conformance suite (test/eventstore) runs against each.
+ * late and never repeat one. Two adapters implement it: PostgreSQL (one Kysely implementation,
+ * embedded and server mode) and EventStoreDB. One conformance suite (test/eventstore) runs against each.
  */
 
 /** `any`: no check. `no_stream`: the stream must not exist. `stream_exists`: it must. bigint: its current revision. */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
 
 /**
- * Opaque, totally ordered position in `$all`. On PostgreSQL/PGlite `"<xid8>:<global_position>"`,
+ * Opaque, totally ordered position in `$all`. On PostgreSQL `"<xid8>:<global_position>"`,
  * on EventStoreDB `"<commit>:<prepare>"`. Compare only with `comparePositions` of the adapter that
  * produced it; `START` means "before the first event".
  */
@@ -111,7 +111,7 @@ export interface StreamInfo {
 }
 
 export interface EventStore {
-  readonly kind: 'pglite' | 'postgres' | 'eventstoredb';
+  readonly kind: 'postgres' | 'eventstoredb';
 
   /**
    * Appends atomically to one stream. Concurrent appends are grouped into one transaction (group

@@ -16,8 +16,9 @@ const EMPTY = new Uint8Array(0);
 /**
  * `POST /webhooks/w/<token>`: an endpoint-owned webhook (release 0.3.0), with the IngestAck,
  * problem documents and status codes of spec 4.1/4.2 in design.md's check order: 404 (unknown
- * token, revoked owner), 413 (Content-Length before reading, else while reading), 401 (Standard
- * Webhooks signature, when the webhook has a secret), 400 (body), then 202.
+ * token, revoked owner), 413 (Content-Length before reading, else while reading), 400 (the chat
+ * scheme's missing timestamp), 401 (the signature in the webhook's scheme, when it has a secret),
+ * 400 (body), then 202 (200 with the challenge for a chat platform's url_verification).
  */
 export function createEndpointWebhookRoutes(deps: {
   readonly config: Config;
@@ -61,6 +62,7 @@ export function createEndpointWebhookRoutes(deps: {
             body: request.body instanceof Uint8Array ? request.body : EMPTY,
             remoteAddress: request.socket.remoteAddress,
           });
+          if (outcome.kind === 'handshake') return reply.code(200).send({ challenge: outcome.challenge });
           return reply.code(202).send(outcome.ack);
         } catch (e) {
           if (e instanceof HooklineError && e.status === 401) {

@@ -12,6 +12,13 @@ import {
 } from '../live/sse.ts';
 import type { Logger } from '../logger.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** How many clients follow GET /events now. */
+    streamClients?: () => number;
+  }
+}
+
 export interface StreamOptions {
   /** At most this many missed deliveries are replayed after Last-Event-ID; more is a `reset`. */
   readonly replayBound?: number;
@@ -76,6 +83,8 @@ export function streamPlugin(deps: StreamDeps) {
   return fp(
     async (app: FastifyInstance) => {
       const clients = new Set<Client>();
+      // GET /metrics reads how many browsers follow the stream.
+      app.decorate('streamClients', () => clients.size);
       const subscriptions: Subscription[] = [];
 
       const deliver = (client: Client, batch: SerializedBatch): void => {

@@ -10,7 +10,12 @@ import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state
 import { decodeDeliveryMetadata } from '../domain/events.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import { todoStream } from '../domain/todo/events.ts';
-import type { ActiveWebhook, WebhookSigning, WebhookState } from '../domain/webhook/state.ts';
+import {
+  type ActiveWebhook,
+  activeSecrets,
+  type WebhookSigning,
+  type WebhookState,
+} from '../domain/webhook/state.ts';
 import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
@@ -21,9 +26,10 @@ import { appendHandOff, type HandOff, handOffAppends, handsOffAtomically } from 
 import { loadWebhook } from '../webhooks/load.ts';
 import { checkStandardWebhook } from '../webhooks/signing.ts';
 import { checkBody, type ParsedBody } from './body.ts';
-import { extractIdentity } from './extract.ts';
+import { type ExtractFamily, extractIdentity } from './extract.ts';
 import type { DeliveryRecorder } from './recorder.ts';
 import { sanitizeHeaders } from './sanitize.ts';
+import { signatureSchemes } from './signatures/index.ts';
 import { parseTrustedProxies, resolveSourceIp } from './source-ip.ts';
 
 export interface EndpointWebhookDeps {
@@ -64,8 +70,8 @@ const CONTROL = /[\u0000-\u001f\u007f]+/g;
 
 /**
  * `POST /webhooks/w/<token>` (release 0.3.0): the unguessable token is the credential (trust mode
- * `token`, found by its hash); a webhook with a signing secret also checks a Standard Webhooks
- * signature. An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`) with its
+ * `token`, found by its hash); a webhook with a signing secret also checks a signature in its
+ * scheme (Standard Webhooks, or a code host's, payment provider's or chat platform's). An accepted delivery is one `DeliveryReceived` (provider `webhook:<id>`) with its
  * hand-off, in one transaction: a todo on the target queue of the owning endpoint, the doorbell,
  * the disposition (src/todos/hand-off.ts). Where the hand-off follows the durable delivery instead,
  * the answer waits for it only up to the follow-ups' bound (src/follow-up.ts).
@@ -118,31 +124,61 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     return { webhook, endpoint: factsOf(endpoint), signing, state };
   }
 
-  /** Checks 5 to 7 (signature, body), then the delivery, the todo and the doorbell. */
+  /**
+   * Checks 4 and 5 of the ingestion order on the webhook's scheme: the same code as the instance
+   * receivers (src/ingest/signatures) for a code host, payment or chat sender, Standard Webhooks
+   * otherwise; during a rotation the previous secret verifies too, until it expires.
+   */
+  function verify(
+    target: WebhookTarget,
+    request: EndpointWebhookRequest,
+  ): { readonly verified: boolean; readonly detail: string } {
+    const { webhook, signing } = target;
+    if (!signing) return { verified: false, detail: 'token ok' };
+    const now = clock.now();
+    const secrets = activeSecrets(signing, now).map((sealed) => deps.openSecret(sealed, webhook.id));
+    const input = {
+      headers: request.headers,
+      body: request.body,
+      secrets,
+      nowMs: now.getTime(),
+      toleranceS: config.signatureToleranceS,
+    };
+    if (signing.scheme === 'standard-webhooks') {
+      const check = checkStandardWebhook({ ...input, required: signing.required });
+      if (!check.ok) throw new HooklineError('invalid_signature', check.reason);
+      return { verified: check.verified, detail: check.detail };
+    }
+    const result = signatureSchemes[signing.scheme].verify(input);
+    if (!result.ok) throw new HooklineError(result.code, result.reason);
+    return { verified: true, detail: result.detail };
+  }
+
+  /**
+   * Checks 4 to 7 (timestamp, signature, body), then the delivery, the todo and the doorbell. A
+   * chat platform's signed `url_verification` is answered with its challenge and records nothing.
+   */
   async function receive(
     target: WebhookTarget,
     request: EndpointWebhookRequest,
-  ): Promise<{ readonly ack: IngestAck; readonly duplicate: boolean }> {
+  ): Promise<
+    | { readonly kind: 'accepted'; readonly ack: IngestAck; readonly duplicate: boolean }
+    | { readonly kind: 'handshake'; readonly challenge: string }
+  > {
     const { webhook, endpoint, signing } = target;
-    let verified = false;
-    let detail = 'token ok';
-    if (signing) {
-      const check = checkStandardWebhook({
-        headers: request.headers,
-        body: request.body,
-        secret: deps.openSecret(signing.secretSealed, webhook.id),
-        required: signing.required,
-        nowMs: clock.now().getTime(),
-        toleranceS: config.signatureToleranceS,
-      });
-      if (!check.ok) throw new HooklineError('invalid_signature', check.reason);
-      verified = check.verified;
-      detail = check.detail;
-    }
+    const { verified, detail } = verify(target, request);
     const contentType = one(request.headers['content-type']);
     const checked = checkBody(contentType, request.body);
     if (!checked.ok) throw new HooklineError(checked.code, checked.reason);
-    const identity = extractIdentity('generic', request.headers, checked.body);
+    const family: ExtractFamily =
+      signing === null || signing.scheme === 'standard-webhooks' ? 'generic' : signing.scheme;
+    if (family === 'chat' && checked.body.kind === 'json') {
+      const v = checked.body.value as Record<string, unknown>;
+      if (v.type === 'url_verification' && typeof v.challenge === 'string') {
+        return { kind: 'handshake', challenge: v.challenge };
+      }
+    }
+    const identity = extractIdentity(family, request.headers, checked.body);
 
     const provider = `webhook:${webhook.id}`;
     const todoId = newId('td');
@@ -206,7 +242,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       atomic ? handOffAppends(handOff, 'stamped', clock.now()) : [],
     );
     const eventId = recorded.ack.id;
-    if (atomic && !recorded.duplicate) return { ack: recorded.ack, duplicate: false };
+    if (atomic && !recorded.duplicate) return { kind: 'accepted', ack: recorded.ack, duplicate: false };
     const fields = { webhook: webhook.id, endpoint: endpoint.id, event_id: eventId };
     await deps.followUps.run(fields, async (step) => {
       // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless
@@ -219,7 +255,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       // A store without a multi-stream transaction (EventStoreDB): the hand-off after the delivery.
       await appendHandOff(store, handOff, eventId, clock.now(), step);
     });
-    return { ack: recorded.ack, duplicate: recorded.duplicate };
+    return { kind: 'accepted', ack: recorded.ack, duplicate: recorded.duplicate };
   }
 
   /** What follows a delivery on this webhook: its todo (unless dropped), the doorbell, the disposition. */

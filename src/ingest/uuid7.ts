@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 /**
  * A UUIDv7 (RFC 9562): the 48-bit Unix millisecond time first, then random bits. Delivery event
  * ids are indexed (`log_events.event_uuid`); time-ordered ids append to the right edge of that
- * index instead of dirtying a random page per insert, which matters most on PGlite's file system.
+ * index instead of dirtying a random page per insert.
  * Built from randomUUID (its entropy is cached) with the time and the version nibble written over.
  */
 export function uuidv7(now: number = Date.now()): string {

@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { replayOutcomes } from '../metrics/instruments.ts';
 import { createReplayDispatcher, isReplayRefused, type ReplayDispatcherOptions } from './dispatcher.ts';
 import { checkReplayTarget, type GuardOptions, type RefusalReason, type TargetCheck } from './ssrf.ts';
 
@@ -114,7 +115,11 @@ export function createReplayClient(options: ReplayClientOptions = {}): ReplayCli
   }
 
   return {
-    replay,
+    replay: async (req) => {
+      const result = await replay(req);
+      replayOutcomes.inc({ outcome: result.kind });
+      return result;
+    },
     check: (target) => checkReplayTarget(target, guard),
     close: () => dispatcher.close(),
   };

@@ -150,11 +150,9 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return data;
   }
 
-  /** On PostgreSQL one instance prunes at a time (a session advisory lock); PGlite is one process. */
+  /** One instance prunes at a time (a session advisory lock), in every mode. */
   async function locked<T>(work: () => Promise<T>): Promise<T | null> {
-    const pool = deps.sql.kind === 'postgres' ? deps.sql.pool : undefined;
-    if (!pool) return work();
-    const client = await pool.connect();
+    const client = await deps.sql.pool.connect();
     try {
       const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [
         ADVISORY_LOCK_KEY,

@@ -7,6 +7,7 @@ import { type Disposition, type DispositionReason, dispositionStream } from '../
 import { defaultQueue, type WebhookState } from '../domain/webhook/state.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
+import { ruleEvaluations, ruleFaults } from '../metrics/instruments.ts';
 import type { DeliveryFact } from '../todos/hand-off.ts';
 import { loadWebhook } from '../webhooks/load.ts';
 
@@ -73,6 +74,8 @@ export function createWebhookRouter(deps: {
       throw new HooklineError('sandbox_unavailable', 'the rule sandbox cannot run; try again later');
     }
     const outcome = await engine.evaluate(state.rules, toRuleDelivery(input.view, input.body));
+    ruleEvaluations.inc({ outcome: outcome.kind });
+    if (outcome.kind === 'faulted') ruleFaults.inc({ reason: outcome.reason });
     return { ...base, ...decideDisposition(outcome, fallback, drains(input.endpoint), state.version) };
   }
 

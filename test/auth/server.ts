@@ -6,6 +6,7 @@ import type { Clock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Logger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { embeddedTarget } from '../support/embedded.ts';
 import { TestBrowser } from './browser.ts';
 
 export function freePort(): Promise<number> {
@@ -27,7 +28,7 @@ export interface TestServer {
 
 /**
  * The app built over a real runtime and listening on a real loopback port, so that OAuth
- * clients, browsers and the API meet real HTTP. PGlite in memory unless a database URL is given.
+ * clients, browsers and the API meet real HTTP. Embedded mode (the run's managed PostgreSQL) unless a database URL is given.
  */
 export async function startServer(
   options: {
@@ -39,18 +40,20 @@ export async function startServer(
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
+  const target = options.databaseUrl ? undefined : await embeddedTarget();
   const config = loadConfig(
     {
       HOOKLINE_HOST: '127.0.0.1',
       HOOKLINE_PORT: String(port),
       HOOKLINE_LOG_LEVEL: 'silent',
+      ...target?.env,
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       ...options.env,
     },
     packageVersion(),
   );
   const runtime = await createRuntime(config, {
-    inMemory: true,
+    ...target?.runtimeOptions,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
@@ -62,6 +65,7 @@ export async function startServer(
     close: async () => {
       await app.close();
       await runtime.close();
+      await target?.drop();
     },
   };
 }

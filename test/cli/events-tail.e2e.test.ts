@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort, type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { finished, start } from './cli.ts';
 
@@ -18,7 +16,7 @@ let server: ServerProcess | undefined;
 beforeAll(async () => {
   if (!hasPg) return;
   db = await createTestDatabase();
-  dir = await mkdtemp(path.join(tmpdir(), 'hookline-tail-'));
+  dir = await freshDataDir();
 });
 afterAll(async () => {
   if (server && server.child.exitCode === null) {
@@ -26,7 +24,7 @@ afterAll(async () => {
     await server.exited;
   }
   await db?.drop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) await removeDataDir(dir);
 });
 
 async function deliver(url: string, type: string): Promise<number> {

@@ -1,19 +1,18 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
 const BIN = fileURLToPath(new URL('../../bin/hookline.mjs', import.meta.url));
 const run = promisify(execFile);
-// Each CLI run opens PGlite on disk (seconds on a busy 2-core machine), hence the long timeouts.
+// Each CLI run starts the data directory's PostgreSQL (a second on a busy 2-core machine), hence the long timeouts.
 
 /** The environment of a CLI or server process of these tests, nothing inherited but PATH and HOME. */
 const envOf = (extra: Record<string, string>) => ({
@@ -58,7 +57,7 @@ describe('hookline projections status|rebuild', () => {
   const dirs: string[] = [];
   let server: ChildProcess | undefined;
   const tempDir = async () => {
-    const d = await mkdtemp(path.join(os.tmpdir(), 'hookline-cli-'));
+    const d = await freshDataDir();
     dirs.push(d);
     return d;
   };
@@ -72,10 +71,10 @@ describe('hookline projections status|rebuild', () => {
     server = undefined;
   });
   afterAll(async () => {
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
+    for (const d of dirs) await removeDataDir(d);
   });
 
-  it('opens the embedded data directory itself when no server holds it, and gives it back', async () => {
+  it('starts the embedded PostgreSQL itself when no server runs, and stops it again', async () => {
     const dir = await tempDir();
     const status = await hookline(['projections', 'status', '--json'], { HOOKLINE_DATA_DIR: dir });
     expect(status.code, status.stderr).toBe(0);
@@ -96,14 +95,15 @@ describe('hookline projections status|rebuild', () => {
     });
     expect(rebuilt.code, rebuilt.stderr).toBe(0);
     expect(ndjson(rebuilt.stdout).at(-1)).toMatchObject({ type: 'done', name: 'stream_stats' });
-    expect(existsSync(path.join(dir, 'hookline.lock'))).toBe(false);
+    // The command started the data directory's PostgreSQL and stopped it when done.
+    expect(existsSync(path.join(dir, 'pg', 'postmaster.pid'))).toBe(false);
 
     const unknown = await hookline(['projections', 'rebuild', 'nope'], { HOOKLINE_DATA_DIR: dir });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no projection named nope');
   }, 240_000);
 
-  it('goes through the server that holds the embedded data directory', async () => {
+  it('shares the PostgreSQL of a server running on the embedded data directory', async () => {
     const dir = await tempDir();
     const port = await freePort();
     const env = { HOOKLINE_DATA_DIR: dir, HOOKLINE_PORT: String(port) };
@@ -130,8 +130,8 @@ describe('hookline projections status|rebuild', () => {
     const { projections } = JSON.parse(status.stdout) as {
       projections: Array<{ name: string; state: string }>;
     };
-    // Only a process that runs the workers reports them active: the answer came from the server.
-    expect(projections.find((p) => p.name === 'stream_stats')?.state).toBe('active');
+    expect(projections.map((p) => p.name)).toContain('stream_stats');
+    const postmaster = readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0];
 
     const rebuilt = await hookline(['projections', 'rebuild', 'all', '--json'], env);
     expect(rebuilt.code, rebuilt.stderr).toBe(0);
@@ -142,6 +142,11 @@ describe('hookline projections status|rebuild', () => {
     const unknown = await hookline(['projections', 'rebuild', 'nope'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no projection named nope');
+
+    // The commands connected to the server's PostgreSQL and left it running for the server.
+    expect(readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]).toBe(postmaster);
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
   }, 240_000);
 });
 

@@ -5,18 +5,21 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServerProcess, startHookline } from '../server/harness.ts';
 import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { finished, hookline, start, waitForOutput } from './cli.ts';
 
 /** Both sides as shipped: `hookline serve` (embedded) and the CLI, from login to a pushed todo. */
 const hasChromium = chromiumAvailable();
 let dir: string;
+let dataDir: string;
 let browser: Browser | undefined;
 let server: ServerProcess;
 let env: Record<string, string>;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'hookline-cli-served-'));
-  server = await startHookline(path.join(dir, 'data'));
+  dataDir = await freshDataDir();
+  server = await startHookline(dataDir);
   [browser] = await Promise.all([launchChromium(), server.healthy()]);
   env = { HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'config'), HOOKLINE_URL: server.url };
 });
@@ -27,6 +30,7 @@ afterAll(async () => {
     await server.exited;
   }
   if (dir) await rm(dir, { recursive: true, force: true });
+  if (dataDir) await removeDataDir(dataDir);
 });
 
 it.runIf(hasChromium)(

@@ -10,7 +10,8 @@ import {
   encodeBinaryCopy,
   timestampFromBinary,
 } from '../../src/db/copy.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { openEmbeddedTarget } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -169,8 +170,8 @@ function suite(open: () => Promise<SqlDatabase>) {
   });
 }
 
-describe('binary COPY on PGlite', () => {
-  suite(() => openPglite(undefined));
+describe('binary COPY in embedded mode', () => {
+  suite(() => openEmbeddedTarget());
 });
 
 describe.runIf(hasPg)('binary COPY on PostgreSQL', () => {

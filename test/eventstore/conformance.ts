@@ -28,7 +28,7 @@ export type { ConformanceHarness, ConformanceTarget } from './helpers.ts';
 
 /**
  * The one event store conformance suite (issue 2, point 4). Each adapter's int test file calls
- * this with a target; every case runs against PGlite and PostgreSQL, and against EventStoreDB when
+ * this with a target; every case runs in embedded mode and on PostgreSQL, and against EventStoreDB when
  * a server is given. Streams are uniquely named, so a shared server's other data does not matter.
  */
 export function describeEventStoreConformance(target: ConformanceTarget): void {

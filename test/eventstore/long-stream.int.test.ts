@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/db/migrate.ts';
-import { openPglite, type SqlDatabase } from '../../src/db/open.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
+import { openEmbeddedTarget } from '../support/embedded.ts';
 
 // Regression: pages ordered by the text alias of `revision` returned '1000' before '2' and lost
 // events of streams longer than one page.
@@ -13,8 +13,7 @@ describe('readStream over a stream longer than one page', () => {
   const total = 2500;
 
   beforeAll(async () => {
-    sqlDb = await openPglite(undefined);
-    await migrateToLatest(sqlDb.db);
+    sqlDb = await openEmbeddedTarget();
     store = await createSqlEventStore(sqlDb);
     const events = Array.from({ length: total }, (_, i) => jsonEvent('Numbered', { i }));
     for (let i = 0; i < total; i += 500) await store.append('long', events.slice(i, i + 500));

@@ -123,9 +123,9 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
     const reader = await openStore();
     const s = uniqueStream('notified');
     const f = follow(reader, await reader.headPosition(), (e) => e.streamId === s);
-    // Past the reader's looking after its listener's first wake-up (see the last case).
+    // Past the read that follows the reader's listener connecting (see the last case).
     await listening('hookline_events');
-    await pause(2000);
+    await pause(500);
     for (let i = 0; i < 5; i++) {
       await pause(50);
       await writer.append(s, [jsonEvent('N', { i })]);
@@ -171,11 +171,11 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
     await f.until(1, ARRIVAL_TIMEOUT_MS);
 
     expect(await terminateBackends()).toBeGreaterThan(0);
-    // Time to reconnect and for the reader to stop looking after its listener's new wake-up: the
-    // appends after it arrive only by a NOTIFY on the new connection.
+    // Time to reconnect, and for the read that follows it: the appends after it arrive only by a
+    // NOTIFY on the new connection.
     await appendEventually(writer, s, 1);
     await f.until(2, ARRIVAL_TIMEOUT_MS);
-    await pause(2000);
+    await pause(500);
     for (let i = 2; i < 5; i++) {
       await pause(50);
       await appendEventually(writer, s, i);
@@ -197,10 +197,9 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
     stores.push(reader);
     const s = uniqueStream('deaf');
     const f = follow(reader, await reader.headPosition(), (e) => e.streamId === s);
-    // The listener wakes the reader once it has connected, and a wake-up that finds nothing keeps
-    // the reader looking for a second (tail.ts): let that pass first.
+    // The listener has the reader read once when it has connected: let that read pass first.
     await listening(channel);
-    await pause(2000);
+    await pause(500);
     await writer.append(s, [jsonEvent('N', { i: 0 })]);
     await pause(1000);
     expect(f.seen).toHaveLength(0);

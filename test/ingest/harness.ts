@@ -8,6 +8,7 @@ import { DELIVERIES_STREAM } from '../../src/domain/delivery/events.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { embeddedTarget } from '../support/embedded.ts';
 
 export const SECRETS = {
   codehost: 'codehost-secret',
@@ -28,12 +29,14 @@ export interface Hookline {
   close(): Promise<void>;
 }
 
-/** hookline over an in-memory PGlite (or `DATABASE_URL` in env), built with the real buildApp. */
+/** hookline in embedded mode (the run's managed PostgreSQL) or on `DATABASE_URL` in env, built with the real buildApp. */
 export async function startHookline(
   env: Record<string, string> = {},
   options: { clock?: Clock } = {},
 ): Promise<Hookline> {
+  const target = env.DATABASE_URL ? undefined : await embeddedTarget();
   const config = loadConfig({
+    ...target?.env,
     HOOKLINE_CODEHOST_SECRET: SECRETS.codehost,
     HOOKLINE_PAYMENTS_SECRET: SECRETS.payments,
     HOOKLINE_CHAT_SECRET: SECRETS.chat,
@@ -48,7 +51,7 @@ export async function startHookline(
     },
   });
   const runtime = await createRuntime(config, {
-    inMemory: true,
+    ...target?.runtimeOptions,
     logger: createLogger(config, sink),
     ...(options.clock ? { clock: options.clock } : {}),
   });
@@ -72,6 +75,7 @@ export async function startHookline(
     close: async () => {
       await app.close();
       await runtime.close();
+      await target?.drop();
     },
   };
 }

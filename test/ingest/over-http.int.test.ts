@@ -6,7 +6,7 @@ import { getEvent } from '../../projections/log.queries.ts';
 import { chatHeaders, codehostHeaders, type Hookline, hex, SECRETS, startHookline } from './harness.ts';
 
 /**
- * Embedded mode (PGlite) over a real port: design.md's "Ingestion check order" where two checks
+ * Embedded mode over a real port: design.md's "Ingestion check order" where two checks
  * meet, the header names the real providers send, and simultaneous redeliveries, end to end
  * through Node's HTTP parser and Fastify. (postgres.int.test.ts does the same on PostgreSQL.)
  */

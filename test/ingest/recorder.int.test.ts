@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
-import { openPglite, type SqlDatabase } from '../../src/db/open.ts';
+import type { SqlDatabase } from '../../src/db/open.ts';
 import { DELIVERIES_STREAM } from '../../src/domain/delivery/events.ts';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { createDeliveryRecorder, type DeliveryInput, reservationStream } from '../../src/ingest/recorder.ts';
+import { openEmbeddedTarget } from '../support/embedded.ts';
 
 async function readAll(store: EventStore, stream: string): Promise<RecordedEvent[]> {
   const out: RecordedEvent[] = [];
@@ -31,7 +31,7 @@ const input = (externalId: string): DeliveryInput => ({
 /**
  * The recorder on both paths of the store port: with appendAtomic (the SQL adapters: reservation
  * and delivery in one transaction) and without it (what the EventStoreDB adapter offers: the
- * reservation, then the delivery). The same PGlite store serves both; the second view of it simply
+ * reservation, then the delivery). The same store serves both; the second view of it simply
  * lacks the optional method.
  */
 describe('delivery recorder, atomic and sequential reservation', () => {
@@ -39,8 +39,7 @@ describe('delivery recorder, atomic and sequential reservation', () => {
   let store: EventStore;
 
   beforeAll(async () => {
-    sql = await openPglite(undefined);
-    await migrateToLatest(sql.db);
+    sql = await openEmbeddedTarget();
     store = await createSqlEventStore(sql);
   });
   afterAll(async () => {

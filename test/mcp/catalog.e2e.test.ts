@@ -29,6 +29,7 @@ const probes: {
   list_webhooks: () => ({ args: {}, expect: 'ok' }),
   list_webhook_events: () => ({ args: {}, expect: 'ok' }),
   replay_webhook_event: () => ({ args: { event_id: 999_999_999 }, expect: 'not_found' }),
+  rotate_webhook_secret: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK }, expect: 'not_found' }),
   list_webhook_rules: (own) => ({ args: { webhook_id: own.webhookId }, expect: 'ok' }),
   set_webhook_rules: () => ({ args: { webhook_id: UNKNOWN_WEBHOOK, rules: [] }, expect: 'not_found' }),
   add_webhook_rule: () => ({

@@ -31,10 +31,10 @@ type Hold = {
 
 const hasPg = await postgresAvailable();
 
-// On PGlite, and on PostgreSQL when it runs: the dispositions, the quarantine read model and the
+// In embedded mode, and on PostgreSQL when it runs: the dispositions, the quarantine read model and the
 // log's disposition column are plain SQL either way, but the release path is checked on both.
-for (const storage of ['pglite', 'postgres'] as const) {
-  describe.runIf(storage === 'pglite' || hasPg)(
+for (const storage of ['embedded', 'postgres'] as const) {
+  describe.runIf(storage === 'embedded' || hasPg)(
     `quarantine for the operator: GET /api/v1/quarantine and release (${storage})`,
     () => {
       let server: TestServer;

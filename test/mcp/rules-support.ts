@@ -12,13 +12,16 @@ type DeliveryDisposedData = DeliveryDisposedEvent['data'];
 
 import { createRuntime, type RuntimeOptions } from '../../src/runtime.ts';
 import { freePort } from '../auth/server.ts';
+import { embeddedTarget } from '../support/embedded.ts';
 import { settled, type TestServer, type VendedEndpoint } from './support.ts';
 
-/** The app on a real port over an in-memory runtime built with the given runtime options. */
+/** The app on a real port over an embedded-mode runtime built with the given runtime options. */
 export async function startRulesServer(options: RuntimeOptions = {}): Promise<TestServer> {
   const port = await freePort();
+  const target = await embeddedTarget();
   const config = loadConfig(
     {
+      ...target.env,
       HOOKLINE_HOST: '127.0.0.1',
       HOOKLINE_PORT: String(port),
       HOOKLINE_LOG_LEVEL: 'silent',
@@ -26,7 +29,7 @@ export async function startRulesServer(options: RuntimeOptions = {}): Promise<Te
     },
     packageVersion(),
   );
-  const runtime = await createRuntime(config, { inMemory: true, ...options });
+  const runtime = await createRuntime(config, { ...target.runtimeOptions, ...options });
   const app = await buildApp(runtime, { requestLogging: false });
   await app.listen({ host: '127.0.0.1', port });
   return {
@@ -35,6 +38,7 @@ export async function startRulesServer(options: RuntimeOptions = {}): Promise<Te
     close: async () => {
       await app.close();
       await runtime.close();
+      await target.drop();
     },
   };
 }

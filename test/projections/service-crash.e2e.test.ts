@@ -1,22 +1,23 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCheckpoint } from '../../projections/engine/checkpoints.ts';
 import type { ProjectionStatus } from '../../projections/engine/types.ts';
 import { allProjections } from '../../projections/index.ts';
-import { acquireDataDirLock } from '../../src/db/lockfile.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { compareWithRebuild, type Harness } from './support.ts';
 
 /**
  * Issue 2, point 5, on the real service: `kill -9` `hookline serve` while its projections apply
- * under load from concurrent signed webhooks; after a restart (embedded: over the dead process's
- * lock file, nothing cleaned up by hand) and catch-up, every read model equals a rebuild from the
+ * under load from concurrent signed webhooks; after a restart (embedded: on the PostgreSQL the dead
+ * process left running, nothing cleaned up by hand) and catch-up, every read model equals a rebuild from the
  * log, and every delivery acknowledged with 202 before the kill is in the log.
  * (crash.int.test.ts does the same on a child that runs only the store and the runner.)
  */
@@ -105,11 +106,12 @@ async function untilCaughtUp(url: string): Promise<void> {
 
 /** Opens what the stopped service left: the store and its SQL database, as a comparison harness. */
 async function openLeftovers(target: { dataDir: string } | { url: string }): Promise<Harness> {
-  const lock =
-    'dataDir' in target ? await acquireDataDirLock(target.dataDir, { command: 'test' }) : undefined;
   let sqlDb: SqlDatabase | undefined;
   try {
-    sqlDb = 'dataDir' in target ? await openPglite(target.dataDir) : openPostgres(target.url, { max: 4 });
+    sqlDb =
+      'dataDir' in target
+        ? await openEmbedded(target.dataDir, { max: 4 })
+        : openPostgres(target.url, { max: 4 });
     const store = await createSqlEventStore(sqlDb, { pollMs: 100 });
     const opened = sqlDb;
     return {
@@ -118,12 +120,10 @@ async function openLeftovers(target: { dataDir: string } | { url: string }): Pro
       close: async () => {
         await store.close();
         await opened.close();
-        await lock?.release();
       },
     };
   } catch (err) {
     await sqlDb?.close();
-    await lock?.release();
     throw err;
   }
 }
@@ -162,16 +162,31 @@ async function expectEveryAckInTheLog(h: Harness, acked: readonly Acked[]): Prom
   ).toEqual([]);
 }
 
+/** The embedded server's postmaster, as `<dataDir>/pg/postmaster.pid` names it. */
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The scenario, for one storage mode: load, kill -9, restart, catch up, stop, compare. */
 async function crashUnderLoad(
   dataDir: string,
   env: Record<string, string>,
   minAcked: number,
   started: ServerProcess[],
-): Promise<{ acked: readonly Acked[]; first: ServerProcess; second: ServerProcess }> {
+): Promise<{
+  acked: readonly Acked[];
+  first: ServerProcess;
+  second: ServerProcess;
+  postmasters: { before?: number; after?: number };
+}> {
   const first = await startHookline(dataDir, env);
   started.push(first);
   await first.healthy();
+  const before = postmasterPid(dataDir);
 
   const load = driveLoad(first.url);
   await untilApplyingUnderLoad(first, load, minAcked);
@@ -183,10 +198,11 @@ async function crashUnderLoad(
   const second = await startHookline(dataDir, env);
   started.push(second);
   await second.healthy();
+  const after = postmasterPid(dataDir);
   await untilCaughtUp(second.url);
   second.kill('SIGTERM');
   expect(await second.exited, second.stderr()).toEqual({ code: 0, signal: null });
-  return { acked: load.acked, first, second };
+  return { acked: load.acked, first, second, postmasters: { before, after } };
 }
 
 async function expectReadModelsEqualRebuild(h: Harness): Promise<void> {
@@ -211,15 +227,14 @@ describe('crash of the service: kill -9 under webhook load, embedded', () => {
 
   afterEach(async () => {
     await killAll(started);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
-  it('restarts over the stale lock; every read model equals a rebuild, every 202 is in the log', async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookline-service-crash-'));
-    const { acked, first, second } = await crashUnderLoad(dataDir, {}, 150, started);
-    // The restart went through the lock file the killed process left, with no clean-up between.
-    expect(second.stderr()).toContain('stale lock');
-    expect(second.stderr()).toContain(`pid ${first.pid}`);
+  it('restarts on the PostgreSQL the killed process left running; every read model equals a rebuild, every 202 is in the log', async () => {
+    dataDir = await freshDataDir();
+    const { acked, postmasters } = await crashUnderLoad(dataDir, {}, 150, started);
+    // The restart adopted the server the killed process had started, with no clean-up between.
+    expect(postmasters.after).toBe(postmasters.before);
 
     const h = await openLeftovers({ dataDir });
     try {
@@ -239,7 +254,7 @@ describe.runIf(hasPg)('crash of the service: kill -9 under webhook load, Postgre
   afterEach(async () => {
     await killAll(started);
     await testDb?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
   it('restarts; every read model equals a rebuild, every 202 is in the log', async () => {

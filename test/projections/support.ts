@@ -6,10 +6,11 @@ import { buildShadow, type RebuildDeps } from '../../projections/engine/rebuild.
 import type { Projection } from '../../projections/engine/types.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../src/db/open.ts';
+import { openPostgres, type SqlDatabase } from '../../src/db/open.ts';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
 import { createLogger } from '../../src/logger.ts';
+import { openEmbeddedTarget } from '../support/embedded.ts';
 
 /** Silent unless HOOKLINE_TEST_LOG names a level (e.g. `debug`) for a failing run. */
 export const testLogger = createLogger({
@@ -22,9 +23,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** A migrated database and the SQL event store over it: in-memory PGlite, or PostgreSQL at `url`. */
+/** A migrated database and the SQL event store over it: embedded mode's server, or PostgreSQL at `url`. */
 export async function openHarness(url?: string, options: { max?: number } = {}): Promise<Harness> {
-  const sqlDb = url ? openPostgres(url, options) : await openPglite(undefined);
+  const sqlDb = url ? openPostgres(url, options) : await openEmbeddedTarget(options);
   await migrateToLatest(sqlDb.db);
   const store = await createSqlEventStore(sqlDb, { pollMs: 100 });
   return {

@@ -123,5 +123,5 @@ function suite(name: string, usePg: boolean) {
   });
 }
 
-suite('retention and a log rebuild on PGlite', false);
+suite('retention and a log rebuild in embedded mode', false);
 suite('retention and a log rebuild on PostgreSQL', true);

@@ -1,21 +1,19 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
 import { loadConfig } from '../../src/config.ts';
-import { openPglite } from '../../src/db/open.ts';
+import { openEmbedded } from '../../src/db/open.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime } from '../../src/runtime.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 
 // Spec 9, 0.4.0 item 7: the service does not start while anything already uses `quarantine`.
 describe('reserved queue name guard at start', () => {
   let dir: string;
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'hookline-guard-'));
+    dir = await freshDataDir();
   });
   afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
+    await removeDataDir(dir);
   });
 
   const start = (dataDir: string) =>
@@ -25,7 +23,7 @@ describe('reserved queue name guard at start', () => {
     );
 
   it('starts on a clean database, then refuses to start naming the endpoint scope, webhook and todo that use the name', async () => {
-    const dataDir = path.join(dir, 'data');
+    const dataDir = dir;
     const clean = await start(dataDir);
     const now = new Date();
     await clean.db
@@ -120,8 +118,8 @@ describe('reserved queue name guard at start', () => {
     );
     await maintenance.close();
 
-    // Once the offenders are gone, it starts again (the lock of the refused start was released).
-    const sql = await openPglite(dataDir);
+    // Once the offenders are gone, it starts again.
+    const sql = await openEmbedded(dataDir);
     await sql.db.deleteFrom('endpoints').where('id', '=', 'ep_legacyquarantine0000').execute();
     await sql.db.deleteFrom('webhooks').where('id', '=', 'wh_legacy').execute();
     await sql.db.deleteFrom('todos').where('id', '=', 'td_pushedintoquarantine').execute();

@@ -2,8 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { acquireDataDirLock } from '../../src/db/lockfile.ts';
-import { openPglite } from '../../src/db/open.ts';
+import { openEmbedded } from '../../src/db/open.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
@@ -88,7 +87,7 @@ export async function startHookline(
       child.kill(signal);
     },
     healthy: async () => {
-      // Bounded by the test timeout, not by a wall-clock assertion: start-up (PGlite) may be slow.
+      // Bounded by the test timeout, not by a wall-clock assertion: start-up may be slow on a loaded machine.
       for (;;) {
         if (done) throw new Error(`hookline exited before it was healthy:\n${err}\n${out}`);
         try {
@@ -128,8 +127,7 @@ export async function postDelivery(
 
 /** Reads the `deliveries` stream straight from a stopped server's data directory. */
 export async function readDeliveries(dataDir: string): Promise<RecordedEvent[]> {
-  const lock = await acquireDataDirLock(dataDir, { command: 'test' });
-  const sql = await openPglite(dataDir);
+  const sql = await openEmbedded(dataDir);
   try {
     const store = await createSqlEventStore(sql);
     const events: RecordedEvent[] = [];
@@ -142,6 +140,5 @@ export async function readDeliveries(dataDir: string): Promise<RecordedEvent[]> 
     return events;
   } finally {
     await sql.close();
-    await lock.release();
   }
 }

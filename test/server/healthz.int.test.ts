@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../http/ui/support.ts';
 
@@ -27,7 +28,14 @@ describe('GET /healthz', () => {
   });
 
   it('answers a 503 problem document once the database is gone', async () => {
-    await server.runtime.sql.close();
+    // The runtime's database (embedded mode: its own on the managed server) is dropped under it,
+    // its connections with it.
+    const url = server.runtime.sql.url; // postgresql://user:password@/<database>?host=<socket dir>
+    const database = decodeURIComponent(/@\/([^?]+)\?/.exec(url)![1]!);
+    const admin = new pg.Client({ connectionString: url.replace(/@\/[^?]+\?/, '@/postgres?') });
+    await admin.connect();
+    await admin.query(`drop database ${admin.escapeIdentifier(database)} with (force)`);
+    await admin.end();
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { embeddedTarget } from '../support/embedded.ts';
 import { signedDelivery } from './harness.ts';
 
 /**
@@ -26,7 +27,9 @@ const json = { 'content-type': 'application/json' };
 const INTERNALS = 'connect ECONNREFUSED db.internal:5432 password=hunter2';
 
 async function start(): Promise<{ app: FastifyInstance; runtime: Runtime; port: number }> {
+  const target = await embeddedTarget();
   const config = loadConfig({
+    ...target.env,
     HOOKLINE_HOST: '127.0.0.1',
     HOOKLINE_PORT: '0',
     HOOKLINE_LOG_LEVEL: 'silent',
@@ -35,7 +38,8 @@ async function start(): Promise<{ app: FastifyInstance; runtime: Runtime; port: 
   const logger = createLogger({
     logLevel: (process.env.HOOKLINE_TEST_LOG as 'debug' | undefined) ?? 'silent',
   });
-  const runtime = await createRuntime(config, { inMemory: true, logger });
+  const runtime = await createRuntime(config, { ...target.runtimeOptions, logger });
+  runtime.onClose(() => target.drop());
   const app = await buildApp(runtime, { requestLogging: false });
   // A route whose handler fails the way a broken dependency does: its message and stack must stay
   // in the log and out of the answer.

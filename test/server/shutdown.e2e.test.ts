@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { readDeliveries, type ServerProcess, signedDelivery, startHookline } from './harness.ts';
 
 /** Resolves once connecting to the port is refused: the server has stopped accepting. */
@@ -49,12 +47,12 @@ describe('graceful shutdown', () => {
   let server: ServerProcess | undefined;
 
   beforeEach(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'hookline-e2e-'));
+    dataDir = await freshDataDir();
   });
   afterEach(async () => {
     if (server && server.child.exitCode === null && server.child.signalCode === null) server.kill('SIGKILL');
     await server?.exited;
-    await rm(dataDir, { recursive: true, force: true });
+    await removeDataDir(dataDir);
   });
 
   it('on SIGTERM stops accepting, finishes the in-flight delivery, then exits 0 with it stored', async () => {

@@ -12,7 +12,13 @@ interface VendOut {
   queue: string;
   queues: string[];
   verbs: string[];
-  webhook: { webhook_id: string; ingest_url: string; trust_mode: string };
+  webhook: {
+    webhook_id: string;
+    ingest_url: string;
+    trust_mode: string;
+    scheme: string;
+    signing_secret: string | null;
+  };
   mcp_json: unknown;
   expires_at: string | null;
   replay_targets: string[];
@@ -67,11 +73,26 @@ export function registerEndpoints(program: Command): void {
       'an https URL the endpoint may replay deliveries to (repeatable)',
       collect,
     )
+    .option(
+      '--webhook-scheme <scheme>',
+      'how its webhook’s senders sign: none (default: the URL alone), standard, codehost, payments or chat',
+    )
+    .option(
+      '--webhook-secret <secret>',
+      'the signing secret the sender gave you (default: a new one, shown once)',
+    )
     .option('--json', 'machine-readable JSON output (includes the token)')
     .action(
       async (
         name: string,
-        opts: { queue?: string[]; verb?: string[]; expires?: string; replayTarget?: string[] },
+        opts: {
+          queue?: string[];
+          verb?: string[];
+          expires?: string;
+          replayTarget?: string[];
+          webhookScheme?: string;
+          webhookSecret?: string;
+        },
         cmd: Command,
       ) => {
         const api = clientFor(cmd);
@@ -83,6 +104,8 @@ export function registerEndpoints(program: Command): void {
             ...(opts.verb ? { verbs: opts.verb } : {}),
             ...(opts.expires ? { expires_at: opts.expires } : {}),
             ...(opts.replayTarget ? { replay_targets: opts.replayTarget } : {}),
+            ...(opts.webhookScheme ? { webhook_scheme: opts.webhookScheme } : {}),
+            ...(opts.webhookSecret ? { webhook_secret: opts.webhookSecret } : {}),
           },
         });
         if (wantsJson(cmd)) return printJson(out);
@@ -92,11 +115,19 @@ export function registerEndpoints(program: Command): void {
         say(`  Token        ${out.token}`);
         say(`  Queues       ${out.queues.join(', ')}`);
         say(`  Webhook      ${out.webhook.ingest_url}  (trust: ${out.webhook.trust_mode})`);
+        say(
+          `  Signed by    ${out.webhook.scheme === 'none' ? 'none: the URL is the credential' : out.webhook.scheme}`,
+        );
+        if (out.webhook.signing_secret) say(`  Secret       ${out.webhook.signing_secret}`);
         say(`  Expires      ${out.expires_at ?? 'never'}`);
         say(`  Verbs        ${out.verbs.join(', ')}`);
         if (out.replay_targets.length > 0) say(`  Replay to    ${out.replay_targets.join(', ')}`);
         say('');
-        say('The token and the webhook URL are shown only now. MCP client configuration:');
+        say(
+          out.webhook.signing_secret
+            ? 'The token, the webhook URL and its secret are shown only now. MCP client configuration:'
+            : 'The token and the webhook URL are shown only now. MCP client configuration:',
+        );
         say(JSON.stringify(out.mcp_json, null, 2));
       },
     );

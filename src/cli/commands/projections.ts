@@ -2,12 +2,6 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import type { ProjectionStatus, RebuildProgress } from '../../../projections/engine/types.ts';
 import type { Config } from '../../config.ts';
-import {
-  acquireDataDirLock,
-  DataDirLockedError,
-  type LockHolder,
-  readLockHolder,
-} from '../../db/lockfile.ts';
 import { isHooklineError } from '../../errors.ts';
 import { CliExit, globalOptions, loadCliConfig } from '../support.ts';
 
@@ -21,21 +15,6 @@ interface Backend {
     onDone: (name: string) => void,
   ): Promise<void>;
   close(): Promise<void>;
-}
-
-const loopbackName = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
-
-/**
- * The admin routes answer loopback callers only. A base URL on loopback is used as it is; a
- * public one (behind a proxy) would send the call through the proxy, so the server is asked on
- * this machine at its configured port instead.
- */
-function adminUrlOf(holder: LockHolder, config: Config): string {
-  if (holder.baseUrl) {
-    const u = new URL(holder.baseUrl);
-    if (loopbackName.test(u.hostname)) return u.origin;
-  }
-  return `http://${config.host === '::1' ? '[::1]' : '127.0.0.1'}:${config.port}`;
 }
 
 async function problemExit(res: Response, what: string): Promise<CliExit> {
@@ -97,18 +76,12 @@ function httpBackend(base: string): Backend {
   };
 }
 
-async function directBackend(config: Config, release?: () => Promise<void>): Promise<Backend> {
+async function directBackend(config: Config): Promise<Backend> {
   // Loaded here, not at the top: `hookline --help` and the other commands need none of it.
   const { createLogger } = await import('../../logger.ts');
   const { createRuntime } = await import('../../runtime.ts');
   const logger = createLogger({ logLevel: 'warn' }, process.stderr as never);
-  let runtime: Awaited<ReturnType<typeof createRuntime>>;
-  try {
-    runtime = await createRuntime(config, { logger, startProjections: false });
-  } catch (err) {
-    await release?.();
-    throw err;
-  }
+  const runtime = await createRuntime(config, { logger, startProjections: false });
   const { projections } = runtime;
   return {
     via: config.mode === 'embedded' ? config.dataDir : 'the database',
@@ -125,46 +98,20 @@ async function directBackend(config: Config, release?: () => Promise<void>): Pro
         onDone(n);
       }
     },
-    close: async () => {
-      try {
-        await runtime.close();
-      } finally {
-        await release?.();
-      }
-    },
+    close: () => runtime.close(),
   };
 }
 
 /**
- * In embedded mode a server holding the data directory is the only process that may open it, so
- * the commands go through its admin routes; otherwise they open the database here (taking the
- * directory's lock while they do). On PostgreSQL they always open it here: the checkpoint's
- * compare-and-set keeps a rebuild here and a server's live workers from stepping on each other.
+ * With --server the commands go through that server's admin routes; otherwise they open the
+ * database here, in every mode (in embedded mode through the data directory's PostgreSQL, shared
+ * with a server running on it). The checkpoint's compare-and-set keeps a rebuild here and a
+ * server's live workers from stepping on each other.
  */
-async function openBackend(cmd: Command, command: string): Promise<Backend> {
+async function openBackend(cmd: Command): Promise<Backend> {
   const explicit = globalOptions(cmd).server;
   if (explicit) return httpBackend(explicit.replace(/\/+$/, ''));
-  const config = loadCliConfig();
-  if (config.mode !== 'embedded') return directBackend(config);
-  const holder = await readLockHolder(config.dataDir);
-  if (holder) return throughHolder(holder, config);
-  try {
-    const lock = await acquireDataDirLock(config.dataDir, { command: `projections ${command}` });
-    return await directBackend(config, lock.release);
-  } catch (err) {
-    if (err instanceof DataDirLockedError) return throughHolder(err.holder, config);
-    throw err;
-  }
-}
-
-function throughHolder(holder: LockHolder, config: Config): Backend {
-  if (holder.command && holder.command !== 'serve') {
-    throw new CliExit(
-      `hookline projections: the data directory ${config.dataDir} is in use by hookline ${holder.command} ` +
-        `(pid ${holder.pid}); run this again when it has finished`,
-    );
-  }
-  return httpBackend(adminUrlOf(holder, config));
+  return directBackend(loadCliConfig());
 }
 
 /** What `--json` prints of a read model: snake_case keys, as every other `--json` of the CLI. */
@@ -268,7 +215,7 @@ export function registerProjections(program: Command): void {
     .command('status')
     .description('show each read model: version, state, checkpoint, lag in events and seconds')
     .action(async (_options: unknown, cmd: Command) => {
-      const backend = await openBackend(cmd, 'status');
+      const backend = await openBackend(cmd);
       try {
         const rows = await backend.status();
         if (globalOptions(cmd).json)
@@ -285,7 +232,7 @@ export function registerProjections(program: Command): void {
     .description('replay the log into fresh tables while the old ones keep serving, then swap them in')
     .action(async (name: string, _options: unknown, cmd: Command) => {
       const json = globalOptions(cmd).json;
-      const backend = await openBackend(cmd, 'rebuild');
+      const backend = await openBackend(cmd);
       const reporter = rebuildReporter(json);
       try {
         await backend.rebuild(name, reporter.progress, reporter.done);

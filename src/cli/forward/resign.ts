@@ -43,11 +43,15 @@ const hmacHex = (key: string | Buffer, ...parts: (string | Buffer)[]): string =>
   return h.digest('hex');
 };
 
-/** The scheme a delivery was signed in, from its provider and the headers it arrived with. */
+/**
+ * The scheme a delivery was signed in: its provider's, else the one whose signature header it
+ * arrived with (an endpoint webhook may verify a provider's scheme; the header stays, redacted).
+ */
 export function schemeOf(provider: string, headers: Readonly<Record<string, string>>): Scheme {
-  if (provider === 'codehost') return 'codehost';
-  if (provider === 'payments') return 'payments';
-  if (provider === 'chat') return 'chat';
+  if (provider === 'codehost' || 'x-hub-signature-256' in headers) return 'codehost';
+  if (provider === 'payments' || 'stripe-signature' in headers || 'payments-signature' in headers)
+    return 'payments';
+  if (provider === 'chat' || 'x-chat-signature' in headers || 'x-slack-signature' in headers) return 'chat';
   if ('webhook-signature' in headers || 'webhook-id' in headers) return 'standard-webhooks';
   return 'none';
 }

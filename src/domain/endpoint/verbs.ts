@@ -9,7 +9,13 @@ export const VERB_GROUPS = {
   /** Draining the endpoint's queues. */
   drain: ['list_todos', 'get_todo', 'claim', 'claim_next', 'complete', 'fail', 'release', 'heartbeat'],
   /** The endpoint's own webhooks (release 0.3.0; replay 0.4.0). */
-  webhook: ['create_webhook', 'list_webhooks', 'list_webhook_events', 'replay_webhook_event'],
+  webhook: [
+    'create_webhook',
+    'list_webhooks',
+    'list_webhook_events',
+    'replay_webhook_event',
+    'rotate_webhook_secret',
+  ],
   /** Release 0.5.0: owner-only rule and route verbs. */
   rule: [
     'list_webhook_rules',

@@ -5,6 +5,8 @@ import {
   type Disposition,
   type DispositionReason,
   type RulesAndRoutesEvent,
+  type SecretEvent,
+  type SigningScheme,
   type StoredRoute,
   type StoredRule,
   WEBHOOK_EVENT_TYPES,
@@ -36,7 +38,25 @@ export interface CreateWebhook {
   readonly name: string;
   readonly queue: string;
   readonly tokenHash: string;
-  readonly signing?: { readonly secretSealed: string; readonly required: boolean };
+  readonly signing?: {
+    readonly scheme: SigningScheme;
+    readonly secretSealed: string;
+    readonly required: boolean;
+  };
+}
+
+/**
+ * The owner starts a secret rotation (`secretSealed` verifies from now on, the current one until
+ * `previousExpiresAt`), or ends one (`retire`: the previous secret stops verifying at once).
+ */
+export type SecretChange =
+  | { readonly kind: 'rotate'; readonly secretSealed: string; readonly previousExpiresAt: Date }
+  | { readonly kind: 'retire' };
+
+export interface ChangeSecret {
+  readonly type: 'ChangeSecret';
+  readonly caller: RoutingCaller;
+  readonly change: SecretChange;
 }
 
 /** The endpoint making the call (release 0.5.0: only the owning endpoint may manage rules). */
@@ -65,7 +85,7 @@ export interface ChangeRouting {
   readonly change: RoutingChange;
 }
 
-export type WebhookCommand = CreateWebhook | ChangeRouting;
+export type WebhookCommand = CreateWebhook | ChangeRouting | ChangeSecret;
 
 function decideCreate(command: CreateWebhook, state: WebhookState, now: Date): WebhookEvent[] {
   if (state.webhook.status !== 'none')
@@ -93,7 +113,7 @@ function decideCreate(command: CreateWebhook, state: WebhookState, now: Date): W
       type: 'WebhookSigningSecretSet',
       data: {
         webhook_id: command.webhookId,
-        scheme: 'standard-webhooks',
+        scheme: command.signing.scheme,
         secret_sealed: command.signing.secretSealed,
         required: command.signing.required,
         set_at: at,
@@ -217,12 +237,53 @@ export function decideRouting(
   }
 }
 
+/** Rotation and retirement of the signing secret; owner only, like the rules. */
+export function decideSecret(
+  change: SecretChange,
+  state: WebhookState,
+  caller: RoutingCaller,
+  now: Date,
+): SecretEvent[] {
+  assertOwner(state, caller);
+  if (!state.signing) {
+    throw new DomainError(
+      'bad_request',
+      'this webhook has no signing secret (scheme none): its URL is its only credential',
+    );
+  }
+  const stamp = { webhook_id: state.webhook.id, by: `endpoint:${caller.slug}`, at: now.toISOString() };
+  switch (change.kind) {
+    case 'rotate':
+      return [
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            ...stamp,
+            secret_sealed: change.secretSealed,
+            previous_expires_at: change.previousExpiresAt.toISOString(),
+          },
+        },
+      ];
+    case 'retire': {
+      const previous = state.signing.previous;
+      if (!previous || previous.expiresAt.getTime() <= now.getTime()) return [];
+      return [{ type: 'WebhookPreviousSecretRetired', data: stamp }];
+    }
+    default: {
+      const never: never = change;
+      return never;
+    }
+  }
+}
+
 export function decideWebhook(command: WebhookCommand, state: WebhookState, now: Date): WebhookEvent[] {
   switch (command.type) {
     case 'CreateWebhook':
       return decideCreate(command, state, now);
     case 'ChangeRouting':
       return decideRouting(command.change, state, command.caller, now);
+    case 'ChangeSecret':
+      return decideSecret(command.change, state, command.caller, now);
     default: {
       const never: never = command;
       return never;

@@ -33,18 +33,61 @@ export const WebhookCreated = defineEvent(
   }),
 );
 
-/** Its own Standard Webhooks secret, sealed with the secret box and bound to the webhook id. */
+/**
+ * How a webhook's deliveries are signed, as recorded: Standard Webhooks, or the scheme of a
+ * sender people already have (the code host's `X-Hub-Signature-256`, the payment provider's
+ * `t=`/`v1=`, the chat platform's `v0=`), verified by the same code as the instance receivers.
+ */
+export const SIGNING_SCHEMES = ['standard-webhooks', 'codehost', 'payments', 'chat'] as const;
+export type SigningScheme = (typeof SIGNING_SCHEMES)[number];
+
+/**
+ * The scheme a caller names (create_webhook's `scheme`, a vend's `webhook_scheme`): one of the
+ * recorded ones (`standard` for Standard Webhooks) or `none`, no secret (the URL is the credential).
+ */
+export const WEBHOOK_SCHEMES = ['standard', 'codehost', 'payments', 'chat', 'none'] as const;
+export type WebhookScheme = (typeof WEBHOOK_SCHEMES)[number];
+
+export const recordedScheme = (scheme: Exclude<WebhookScheme, 'none'>): SigningScheme =>
+  scheme === 'standard' ? 'standard-webhooks' : scheme;
+
+export const namedScheme = (scheme: SigningScheme | null): WebhookScheme =>
+  scheme === null ? 'none' : scheme === 'standard-webhooks' ? 'standard' : scheme;
+
+/** Its own signing secret, sealed with the secret box and bound to the webhook id. */
 export const WebhookSigningSecretSet = defineEvent(
   'WebhookSigningSecretSet',
   z.object({
     webhook_id: z.string(),
-    scheme: z.literal('standard-webhooks'),
-    /** `whsec_…` sealed with the secret box. */
+    scheme: z.enum(SIGNING_SCHEMES),
+    /** The secret (`whsec_…`, or as the sender's side made it) sealed with the secret box. */
     secret_sealed: z.string(),
     /** true: a delivery without a valid signature is refused (401); false: unsigned ones pass unverified. */
     required: z.boolean(),
     set_at: z.string(),
   }),
+);
+
+/**
+ * A secret rotation: the new secret (sealed) verifies from now on, and the one it replaces keeps
+ * verifying until `previous_expires_at` (or until retired), so a sender can be switched over
+ * without a window in which either secret fails.
+ */
+export const WebhookSecretRotated = defineEvent(
+  'WebhookSecretRotated',
+  z.object({
+    webhook_id: z.string(),
+    secret_sealed: z.string(),
+    previous_expires_at: z.string(),
+    by: z.string(),
+    at: z.string(),
+  }),
+);
+
+/** The rotation ends early: the previous secret no longer verifies. */
+export const WebhookPreviousSecretRetired = defineEvent(
+  'WebhookPreviousSecretRetired',
+  z.object({ webhook_id: z.string(), by: z.string(), at: z.string() }),
 );
 
 /** A rule: a stable id and a JavaScript function expression (rules-sandbox/README.md). */
@@ -142,15 +185,18 @@ export const ruleEvents = [
   WebhookRuleRemoved,
 ] as const;
 export const routeEvents = [WebhookRouteAdded, WebhookRouteRemoved] as const;
+export const secretEvents = [WebhookSecretRotated, WebhookPreviousSecretRetired] as const;
 export const webhookEvents = [
   WebhookCreated,
   WebhookSigningSecretSet,
+  ...secretEvents,
   ...ruleEvents,
   ...routeEvents,
 ] as const;
 export const dispositionEvents = [DeliveryDisposed] as const;
 
 export type WebhookEvent = z.infer<(typeof webhookEvents)[number]>;
+export type SecretEvent = z.infer<(typeof secretEvents)[number]>;
 export type RulesAndRoutesEvent = z.infer<(typeof ruleEvents)[number] | (typeof routeEvents)[number]>;
 export type DeliveryDisposedEvent = z.infer<typeof DeliveryDisposed>;
 

@@ -1,4 +1,4 @@
-import type { StoredRoute, StoredRule, WebhookEvent } from './events.ts';
+import type { SigningScheme, StoredRoute, StoredRule, WebhookEvent } from './events.ts';
 
 /** The webhook itself, once created. */
 export type WebhookInfo =
@@ -17,9 +17,19 @@ export type WebhookInfo =
 export type ActiveWebhook = Extract<WebhookInfo, { status: 'active' }>;
 
 export interface WebhookSigning {
-  readonly scheme: 'standard-webhooks';
+  readonly scheme: SigningScheme;
   readonly secretSealed: string;
   readonly required: boolean;
+  /** During a rotation: the secret it replaced, which verifies until `expiresAt`. */
+  readonly previous: { readonly secretSealed: string; readonly expiresAt: Date } | null;
+}
+
+/** The sealed secrets that verify at `now`: the current one, then the previous while it lasts. */
+export function activeSecrets(signing: WebhookSigning, now: Date): string[] {
+  const { previous } = signing;
+  return previous && previous.expiresAt.getTime() > now.getTime()
+    ? [signing.secretSealed, previous.secretSealed]
+    : [signing.secretSealed];
 }
 
 /** The webhook aggregate: the webhook, its signing rule, and its rule list (with version) and routes. */
@@ -66,8 +76,26 @@ export function evolveWebhook(state: WebhookState, event: WebhookEvent): Webhook
     }
     case 'WebhookSigningSecretSet': {
       const d = event.data;
-      return { ...state, signing: { scheme: d.scheme, secretSealed: d.secret_sealed, required: d.required } };
+      return {
+        ...state,
+        signing: { scheme: d.scheme, secretSealed: d.secret_sealed, required: d.required, previous: null },
+      };
     }
+    case 'WebhookSecretRotated': {
+      if (!state.signing) return state;
+      const d = event.data;
+      return {
+        ...state,
+        signing: {
+          ...state.signing,
+          secretSealed: d.secret_sealed,
+          previous: { secretSealed: state.signing.secretSealed, expiresAt: new Date(d.previous_expires_at) },
+        },
+      };
+    }
+    case 'WebhookPreviousSecretRetired':
+      if (!state.signing) return state;
+      return { ...state, signing: { ...state.signing, previous: null } };
     case 'WebhookRulesSet':
       return { ...state, version: event.data.version, rules: event.data.rules };
     case 'WebhookRuleAdded':

@@ -2,12 +2,12 @@ import pg from 'pg';
 import { sleep } from './wakeup.ts';
 
 /**
- * PostgreSQL only: a connection of its own LISTENs on the store's channel, so an append committed
+ * A connection of its own LISTENs on the store's channel, so an append committed
  * by another process wakes this one's `$all` reader at once instead of at its next poll (each
  * append transaction NOTIFYs, es_append_batch). The connection is opened with the pool's settings
  * but outside the pool: it never takes one of the pool's connections from queries, and never waits
- * for one when the pool is busy. A lost connection is replaced with backoff, and the readers are
- * woken after each (re)connect since notifications may have been missed meanwhile.
+ * for one when the pool is busy. A lost connection is replaced with backoff, and the readers read
+ * once more after each (re)connect, since notifications may have been missed meanwhile.
  */
 export interface NotifyListener {
   stop(): Promise<void>;
@@ -17,7 +17,10 @@ export function startNotifyListener(
   pool: pg.Pool,
   channel: string,
   ownPayload: string,
-  onWake: () => void,
+  /** A notification from another process's commit. */
+  onNotified: () => void,
+  /** Listening (again): notifications may have been missed meanwhile. */
+  onListening: () => void,
   onError: (err: unknown) => void,
 ): NotifyListener {
   const stopping = new AbortController();
@@ -28,7 +31,7 @@ export function startNotifyListener(
     let backoff = 100;
     while (!stopping.signal.aborted) {
       let closed = false;
-      // The pool's own settings (address, keepalive, timeouts) and Client class, on a client of its own.
+      // The pool's own settings (address, keepalive, timeouts), on a client of its own.
       const client = new pg.Client(pool.options);
       // Exactly once per client: 'error', 'end', a failed LISTEN and stop() may all report it.
       const close = (): boolean => {
@@ -47,7 +50,7 @@ export function startNotifyListener(
       client.on('error', () => {}); // a failed connect rejects below; nothing may go unheard meanwhile
       client.on('notification', (m) => {
         // Our own commits already woke the readers in-process.
-        if (m.channel === channel && m.payload !== ownPayload) onWake();
+        if (m.channel === channel && m.payload !== ownPayload) onNotified();
       });
       try {
         await client.connect();
@@ -60,7 +63,7 @@ export function startNotifyListener(
           return;
         }
         current = { close };
-        onWake();
+        onListening();
         return;
       } catch (err) {
         if (!close()) return; // `lost` already started the next attempt

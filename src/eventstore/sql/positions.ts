@@ -1,7 +1,7 @@
 import { type Position, START } from '../port.ts';
 
 /**
- * A position in `$all` on PostgreSQL/PGlite: the writing transaction's xid8 and the row's
+ * A position in `$all` on PostgreSQL: the writing transaction's xid8 and the row's
  * global_position. Readers order by (transaction_id, global_position) and only see transactions
  * below the oldest one still running, so this pair never goes backwards for a reader.
  */

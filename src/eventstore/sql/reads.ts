@@ -5,7 +5,7 @@ import { formatPosition, type SqlPosition } from './positions.ts';
 import { type EventRow, eventColumns, fromTextRow, ROW_BYTES, rowBytes, type TextEventRow } from './rows.ts';
 
 /**
- * The read queries, the same SQL on PGlite and PostgreSQL. `$all` shows only transactions below
+ * The read queries, the same SQL in every mode. `$all` shows only transactions below
  * the oldest one still running (`pg_snapshot_xmin`), in (transaction_id, global_position) order:
  * a transaction that commits late has a smaller xid than those committed before it, and stays
  * invisible until it ends, so a reader that has moved past a position never finds a new event

@@ -3,8 +3,8 @@ import type { ContentType, RecordedEvent } from '../port.ts';
 import { formatPosition } from './positions.ts';
 
 /**
- * An event row as the read queries return it. Numbers travel as text: PGlite returns int8 as a JS
- * number (exact only up to 2^53) and node-pg leaves xid8 as text, so both adapters parse the same.
+ * An event row as the read queries return it. Numbers travel as text (node-pg leaves xid8 as
+ * text), so every column parses the same way.
  * `size` is the bytes of data and metadata, for the page bound.
  */
 export interface EventRow {
@@ -22,8 +22,7 @@ export interface EventRow {
 }
 
 /**
- * A row of a query over the text protocol: bytes as base64 text decoded by Buffer. PGlite's own
- * bytea parser works a byte at a time in JS and was measured 10x slower than this, and node-pg
+ * A row of a query over the text protocol: bytes as base64 text decoded by Buffer. node-pg
  * reads bytea as hex, half again as long on the wire and three times slower to decode (1.9 against
  * 0.6 µs for 1.5 KB here). `$all` is read with binary COPY instead (reads.ts).
  */

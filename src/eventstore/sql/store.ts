@@ -36,8 +36,8 @@ import { createWakeup } from './wakeup.ts';
 import { createAppendWriter, type PreparedEvent } from './writer.ts';
 
 /**
- * The event store on PostgreSQL or PGlite: one implementation, the same SQL on both (design.md,
- * "The event store port"). Only the wake-up of other processes differs: PostgreSQL LISTEN/NOTIFY.
+ * The event store on PostgreSQL, embedded mode's own or DATABASE_URL's (design.md, "The event
+ * store port"). Other processes' appends wake readers through LISTEN/NOTIFY.
  * Run the migrations first (`migrateToLatest(sql.db)`).
  */
 
@@ -46,7 +46,7 @@ export interface SqlEventStoreOptions {
   readonly pollMs?: number;
   /** While live, the end of $all is read at most once per this interval, however often commits come. Default 10 ms. */
   readonly liveIntervalMs?: number;
-  /** PostgreSQL: append batches written at once on separate connections. Default 2; PGlite always 1. */
+  /** PostgreSQL: append batches written at once on separate connections. Default 2. */
   readonly writers?: number;
   /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
   readonly notifyChannel?: string;
@@ -124,30 +124,6 @@ function checkExpected(expected: ExpectedRevision): ExpectedRevision {
   throw new TypeError(`invalid expected revision: ${String(expected)}`);
 }
 
-/**
- * PGlite runs no autovacuum, so nothing gathers statistics; without them the planner sorts the
- * whole table instead of walking the $all index (measured: 3x slower pages). ANALYZE after 1,000
- * appended events, then 10,000, then every 100,000.
- */
-function createStatisticsKeeper(db: AnyDb, onError: (err: unknown) => void) {
-  let since = 0;
-  let threshold = 1000;
-  let running: Promise<void> = Promise.resolve();
-  return {
-    count(events: number) {
-      since += events;
-      if (since < threshold) return;
-      since = 0;
-      threshold = Math.min(threshold * 10, 100_000);
-      running = sql`analyze es_events`
-        .execute(db)
-        .then(() => {})
-        .catch(onError);
-    },
-    idle: () => running,
-  };
-}
-
 export async function createSqlEventStore(
   sqlDb: SqlDatabase,
   options: SqlEventStoreOptions = {},
@@ -171,28 +147,22 @@ export async function createSqlEventStore(
   const loops = new Set<Promise<void>>();
   const instance = randomUUID();
   const channel = options.notifyChannel ?? 'hookline_events';
-  const isPostgres = sqlDb.kind === 'postgres' && sqlDb.pool !== undefined;
+  const listener = startNotifyListener(
+    sqlDb.pool,
+    channel,
+    instance,
+    () => wakeup.fire(),
+    () => wakeup.nudge(),
+    (err) => onError(err, 'listen'),
+  );
 
-  const listener =
-    isPostgres && sqlDb.pool
-      ? startNotifyListener(
-          sqlDb.pool,
-          channel,
-          instance,
-          () => wakeup.fire(),
-          (err) => onError(err, 'listen'),
-        )
-      : undefined;
-
-  const statistics = createStatisticsKeeper(db, (err) => onError(err, 'analyze'));
   const writer = createAppendWriter({
     db,
-    maxInFlight: isPostgres ? Math.max(1, options.writers ?? 2) : 1,
-    notifyChannel: isPostgres ? channel : undefined,
+    maxInFlight: Math.max(1, options.writers ?? 2),
+    notifyChannel: channel,
     notifyPayload: instance,
-    onCommitted: (events, newest) => {
+    onCommitted: (_events, newest) => {
       wakeup.fire(newest);
-      if (!isPostgres) statistics.count(events);
     },
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
   });
@@ -301,7 +271,7 @@ export async function createSqlEventStore(
 
     async truncateStream(streamId, beforeRevision) {
       // Recorded first, so stream reads hide the events at once; then deleted in small
-      // transactions, so the single PGlite connection keeps serving appends in between.
+      // transactions, so no long one holds back the xid8 reader (design.md, PostgreSQL hygiene).
       const { rows } = await sql<{ truncate_before: string }>`
         update es_streams
         set truncate_before = greatest(truncate_before, least(${beforeRevision.toString()}::bigint, revision + 1))
@@ -326,9 +296,8 @@ export async function createSqlEventStore(
       closing ??= (async () => {
         await writer.drain();
         closed.abort();
-        await listener?.stop();
+        await listener.stop();
         await Promise.allSettled([...loops]);
-        await statistics.idle();
         wakeup.complete();
       })();
       return closing;

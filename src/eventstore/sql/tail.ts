@@ -31,9 +31,6 @@ export interface TailDeps {
   readonly onError: (err: unknown) => void;
 }
 
-/** How long a wake-up that found nothing keeps the reader looking (see run()); then the poll. */
-const NOTIFIED_HIDDEN_MS = 1000;
-
 export function createLiveTail(deps: TailDeps): LiveTail {
   const sinks = new Set<TailSink>();
   let running = false;
@@ -43,13 +40,16 @@ export function createLiveTail(deps: TailDeps): LiveTail {
     let position: SqlPosition | undefined;
     let backoff = 100;
     let lastQuery = 0;
-    /** The query about to run follows a wake-up (a commit), not the poll. */
-    let woken = false;
+    /** Commits (fire, not nudge) counted when the previous query began. */
+    let commitsSeen = deps.wakeup.commits;
     /** How long the events of a commit that woke us have stayed invisible, in ms of re-reads. */
     let hiddenFor = 0;
     try {
       while (sinks.size > 0 && !deps.closed.aborted) {
         const seq = deps.wakeup.seq;
+        // A commit since the previous query began, whatever the reader was doing when it came.
+        const woken = deps.wakeup.commits !== commitsSeen;
+        commitsSeen = deps.wakeup.commits;
         lastQuery = performance.now();
         let rows: EventRow[];
         let from: SqlPosition;
@@ -87,20 +87,25 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         const own = deps.wakeup.committed;
         const behindOwn =
           own !== undefined && position !== undefined && compareSqlPositions(position, own) < 0;
-        // Behind our own commit, there is something to read: until the poll would have found it.
-        // After a wake-up that found nothing (another process's commit, hidden; or the listener's
-        // reconnect, which finds nothing at all) only for a while: the poll is the fallback.
-        const hiddenBound = behindOwn ? deps.pollMs : Math.min(deps.pollMs, NOTIFIED_HIDDEN_MS);
-        if ((behindOwn || (rows.length === 0 && woken)) && hiddenFor < hiddenBound) {
+        // Until the poll would have found it. (A nudge, the listener's reconnect, is no commit:
+        // the read after it looks once, for what a lost connection may have missed.)
+        const looking = behindOwn || (rows.length === 0 && (woken || hiddenFor > 0));
+        if (looking && hiddenFor < deps.pollMs) {
           const wait = Math.min(Math.max(2, hiddenFor), 50);
           hiddenFor += wait;
-          // A commit from now on (often the very transaction that hid ours) cuts the wait short.
-          await deps.wakeup.wait(deps.wakeup.seq, wait, deps.closed);
+          // A commit from now on (often the very transaction that hid ours) cuts the wait short,
+          // but no closer to the last read than the live interval: on a busy log commits come
+          // every few ms, and the reader must not read at their rate.
+          const before = deps.wakeup.seq;
+          await deps.wakeup.wait(before, wait, deps.closed);
+          if (deps.wakeup.seq !== before) {
+            const early = lastQuery + deps.minIntervalMs - performance.now();
+            if (early > 0) await sleep(early, deps.closed);
+          }
           continue;
         }
         hiddenFor = 0;
         await deps.wakeup.wait(seq, deps.pollMs, deps.closed);
-        woken = deps.wakeup.seq !== seq;
         const early = lastQuery + deps.minIntervalMs - performance.now();
         if (early > 0) await sleep(early, deps.closed);
       }

@@ -12,8 +12,12 @@ export interface Wakeup {
   readonly seq: number;
   /** The newest position this process has committed (its own appends), if any, parsed once. */
   readonly committed: SqlPosition | undefined;
+  /** Grows with each commit (fire), not with a nudge: a wake-up that stands for a commit. */
+  readonly commits: number;
   /** A commit happened: of this process (with its newest position) or, notified, of another. */
   fire(position?: Position): void;
+  /** Read again, though no commit is known (the listener has just (re)connected and may have missed some). */
+  nudge(): void;
   /** Resolves at the first wake-up after `since` (at once if there was one), after `ms`, or on abort. */
   wait(since: number, ms: number, signal: AbortSignal): Promise<void>;
   complete(): void;
@@ -21,6 +25,7 @@ export interface Wakeup {
 
 export function createWakeup(): Wakeup {
   let seq = 0;
+  let commits = 0;
   let committed: SqlPosition | undefined;
   const ticks = new Subject<number>();
   return {
@@ -30,12 +35,20 @@ export function createWakeup(): Wakeup {
     get committed() {
       return committed;
     },
+    get commits() {
+      return commits;
+    },
     fire(position) {
       // Batches in flight on two connections may commit out of position order: keep the newest.
       if (position !== undefined) {
         const p = parsePosition(position);
         if (committed === undefined || compareSqlPositions(p, committed) > 0) committed = p;
       }
+      commits++;
+      seq++;
+      ticks.next(seq);
+    },
+    nudge() {
       seq++;
       ticks.next(seq);
     },

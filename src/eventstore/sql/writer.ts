@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { appendBatchSize } from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
@@ -51,7 +52,7 @@ type Outcome =
 
 export interface WriterOptions {
   readonly db: AnyDb;
-  /** Batches written at once on separate connections (1 on PGlite: it has one connection). */
+  /** Batches written at once on separate connections. */
   readonly maxInFlight: number;
   /** PostgreSQL: NOTIFY this channel inside each append transaction, to wake other processes' readers. */
   readonly notifyChannel: string | undefined;
@@ -162,6 +163,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
     for (let attempt = 1; ; attempt++) {
       try {
         const outcomes = await writeBatch(options, batch);
+        appendBatchSize.observe(batch.length);
         let newest: string | undefined;
         for (const o of outcomes) {
           if ('error' in o) continue;

@@ -25,6 +25,8 @@ export interface ApiDeps {
   readonly recorder: Pick<DeliveryRecorder, 'record'>;
   /** The vend-time replay target guard (release 0.4.0); default: the shared SSRF guard. */
   readonly checkReplayTarget?: (url: string) => Promise<void>;
+  /** Seals a webhook signing secret (the secret box): a vend with `webhook_scheme`. */
+  readonly seal?: (secret: string, webhookId: string) => string;
   /** Bound of the read-your-writes wait after a write (default 5 s). */
   readonly waitMs?: number;
   /** How long a push's answer waits for its todo and doorbell once its delivery is durable (default 2 s). */
@@ -122,7 +124,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
       const p = principal(request);
       const body = VendEndpointIn.parse(request.body ?? undefined);
       const vended = await vendEndpoint(
-        { store, clock, checkReplayTarget },
+        { store, clock, checkReplayTarget, seal: deps.seal },
         {
           operator: p.operator,
           human: p.human,
@@ -131,6 +133,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
           verbs: body.verbs ? normalizeVerbs(body.verbs) : [...DEFAULT_VERBS],
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
           replayTargets: body.replay_targets ?? [],
+          webhookSigning: { scheme: body.webhook_scheme ?? 'none', secret: body.webhook_secret },
         },
       );
       await settle(vended.position);

@@ -3,6 +3,7 @@ import { agentNameSchema } from '../../domain/agent/name.ts';
 import { ALL_VERBS } from '../../domain/endpoint/verbs.ts';
 import { MAX_QUEUES, queueNameSchema } from '../../domain/queue.ts';
 import { todoKeySchema, todoKindSchema, todoTitleSchema } from '../../domain/todo/input.ts';
+import { WEBHOOK_SCHEMES } from '../../domain/webhook/events.ts';
 
 /**
  * The operator API's shapes (spec 2.9), the one source of both request validation and the
@@ -55,6 +56,18 @@ export const VendEndpointIn = z
       .max(16)
       .optional()
       .describe('HTTPS URLs the endpoint may replay deliveries to, fixed at vend time (release 0.4.0).'),
+    webhook_scheme: z
+      .enum(WEBHOOK_SCHEMES)
+      .optional()
+      .describe(
+        'How the senders of its webhook sign (default `none`, the URL alone): `standard`, `codehost`, `payments` or `chat`, as for create_webhook.',
+      ),
+    webhook_secret: z
+      .string()
+      .optional()
+      .describe(
+        'The webhook signing secret when the sender made it; default: a new one, returned once. Needs a webhook_scheme other than none.',
+      ),
   })
   .refine((v) => v.queue === undefined || v.queues === undefined, {
     message: 'give queue or queues, not both',
@@ -91,6 +104,8 @@ export const VendWebhookOut = z
     webhook_id: z.string(),
     ingest_url: z.url().describe('`{base_url}/webhooks/w/<token>`: the unguessable URL is the credential.'),
     trust_mode: z.literal('token'),
+    scheme: z.enum(WEBHOOK_SCHEMES).describe('How its senders sign; `none`: the URL is the only credential.'),
+    signing_secret: z.string().nullable().describe('The signing secret, returned once (null for `none`).'),
   })
   .register(apiSchemas, { id: 'VendWebhookOut' });
 

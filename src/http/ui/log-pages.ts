@@ -6,7 +6,7 @@ import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.t
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
 import { readAtLogPosition } from './snapshot.ts';
 
-const FILTERS = ['provider', 'event_type', 'since', 'cursor', 'limit'] as const;
+const FILTERS = ['provider', 'event_type', 'since', 'cursor', 'limit', 'after', 'position'] as const;
 type FilterName = (typeof FILTERS)[number];
 
 /** Each filter at most once; a repeated one is as invalid as a malformed one (400). */
@@ -62,6 +62,35 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
         limits: [...new Set(['25', '50', '100', '200', limit])].sort((a, b) => Number(a) - Number(b)),
       }),
     );
+  });
+
+  /**
+   * The live rows of a log view (the log's first page, the dashboard's latest deliveries): the
+   * deliveries newer than `after` (the newest id it shows) that match its filters, newest first,
+   * at most `limit`, as rendered rows. `position` is the stream position of the `event-received`
+   * that asked, waited for (bounded) so the log read model has it. `x-hookline-more: true`: more
+   * than `limit` are newer; the log says so rather than leave a gap.
+   */
+  app.get('/log/rows', async (request, reply) => {
+    const q = readQuery(request);
+    if (q.after === undefined || !/^[0-9]{1,18}$/.test(q.after)) {
+      throw new HooklineError('invalid_filter', 'after is the newest event id the view shows (0 for none)', {
+        field: 'after',
+      });
+    }
+    if (q.position !== undefined && q.position.length <= 128) {
+      await deps.projections
+        .waitFor(q.position, { projection: 'log', timeoutMs: deps.readYourWritesMs ?? 2000 })
+        .catch(() => {}); // an unknown or lagging position: the rows the read model has so far
+    }
+    const page = await listEvents(
+      deps.db,
+      { provider: q.provider, event_type: q.event_type, since: q.since, after_id: Number(q.after) },
+      undefined,
+      q.limit,
+    );
+    reply.header('x-hookline-more', page.next_cursor === null ? 'false' : 'true');
+    return sendHtml(reply, deps.views.render('fragments/log-rows.njk', { events: page.events }));
   });
 
   app.get<{ Params: { id: string } }>('/log/:id', async (request, reply) => {

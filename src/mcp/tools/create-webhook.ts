@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type EndpointFacts, factsOf, isExpired } from '../../domain/endpoint/state.ts';
 import { ingestUrl } from '../../domain/webhook/decide.ts';
+import { recordedScheme, WEBHOOK_SCHEMES, type WebhookScheme } from '../../domain/webhook/events.ts';
 import { loadEndpoint, resolveEndpointId } from '../../endpoints/resolve.ts';
 import { HooklineError } from '../../errors.ts';
 import { createSignedWebhook } from '../../webhooks/create.ts';
@@ -31,11 +32,23 @@ const input = z.object({
   queue: queueName
     .optional()
     .describe("The owner's queue its deliveries become todos on (default: the owner's first queue)."),
+  scheme: z
+    .enum(WEBHOOK_SCHEMES)
+    .optional()
+    .describe(
+      'How deliveries are signed (default standard): standard (Standard Webhooks), codehost (X-Hub-Signature-256, as GitHub signs), payments (Stripe-Signature/Payments-Signature t=,v1=), chat (v0= with the request timestamp, as Slack signs), or none (no secret: the URL is the credential).',
+    ),
+  secret: z
+    .string()
+    .optional()
+    .describe(
+      'The signing secret to verify with, when the sender made it (a payment provider shows you one to paste); default: a new one, returned once. 16 to 512 printable characters; for standard, whsec_ + base64.',
+    ),
   require_signature: z
     .boolean()
     .optional()
     .describe(
-      'Refuse deliveries without a valid Standard Webhooks signature (default true); false lets unsigned ones in unverified.',
+      'Standard scheme only: refuse deliveries without a valid signature (default true); false lets unsigned ones in unverified.',
     ),
 });
 
@@ -59,7 +72,7 @@ export const createWebhook = defineTool({
   name: 'create_webhook',
   title: 'Create a webhook',
   description:
-    'Creates a webhook owned by this endpoint (or, with as_endpoint, another endpoint of the same owner): deliveries POSTed to ingest_url become todos on its queue and ring the doorbell. Returns ingest_url and signing_secret (Standard Webhooks, whsec_...) exactly once: store them, they cannot be read back.',
+    'Creates a webhook owned by this endpoint (or, with as_endpoint, another endpoint of the same owner): deliveries POSTed to ingest_url become todos on its queue and ring the doorbell. scheme picks how senders sign (standard, codehost, payments, chat, none). Returns ingest_url and signing_secret exactly once: store them, they cannot be read back.',
   input,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async run(ctx, args) {
@@ -75,7 +88,11 @@ export const createWebhook = defineTool({
         human: `endpoint:${ctx.endpoint.slug}`,
         name: args.name,
         queue,
-        requireSignature: args.require_signature ?? true,
+        signing: {
+          scheme: args.scheme ?? 'standard',
+          secret: args.secret,
+          requireSignature: args.require_signature,
+        },
       },
     );
     // The ingest path finds the webhook in the read model: make the URL work before it is shown.
@@ -88,10 +105,22 @@ export const createWebhook = defineTool({
       endpoint: owner.slug,
       queue,
       trust_mode: 'token',
-      signature: { scheme: 'standard-webhooks', required: created.required },
+      scheme: created.scheme,
+      signature:
+        created.secret === null
+          ? null
+          : {
+              scheme: recordedScheme(created.scheme as Exclude<WebhookScheme, 'none'>),
+              required: created.required,
+            },
       ingest_url: ingestUrl(config.baseUrl, created.token),
       signing_secret: created.secret,
-      note: 'ingest_url and signing_secret are shown only now; hookline keeps neither in the clear.',
+      note:
+        created.secret === null
+          ? 'ingest_url is shown only now and is the only credential; hookline does not keep it in the clear.'
+          : args.secret === undefined
+            ? 'ingest_url and signing_secret are shown only now; hookline keeps neither in the clear.'
+            : 'ingest_url is shown only now; the secret you supplied is kept sealed.',
     });
   },
 });

@@ -20,6 +20,7 @@ import { release } from './release.ts';
 import { removeWebhookRoute } from './remove-webhook-route.ts';
 import { removeWebhookRule } from './remove-webhook-rule.ts';
 import { replayWebhookEvent } from './replay-webhook-event.ts';
+import { rotateWebhookSecretTool } from './rotate-webhook-secret.ts';
 import { setWebhookRules } from './set-webhook-rules.ts';
 import { testWebhookRules } from './test-webhook-rules.ts';
 import type { McpTool } from './types.ts';
@@ -44,6 +45,7 @@ const toolCatalog: { readonly [V in Verb]: McpTool & { readonly name: V } } = {
   list_webhooks: listWebhooks,
   list_webhook_events: listWebhookEvents,
   replay_webhook_event: replayWebhookEvent,
+  rotate_webhook_secret: rotateWebhookSecretTool,
   list_webhook_rules: listWebhookRules,
   set_webhook_rules: setWebhookRules,
   add_webhook_rule: addWebhookRule,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
+import { namedScheme } from '../../domain/webhook/events.ts';
 import { loadWebhook } from '../../webhooks/load.ts';
 import { ok } from '../result.ts';
 import { defineTool } from './types.ts';
@@ -12,7 +13,7 @@ export const listWebhooks = defineTool({
   input: z.object({}),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(ctx) {
-    const { db, store } = ctx.services.runtime;
+    const { db, store, clock } = ctx.services.runtime;
     const rows = await listWebhooksOfEndpoint(db, ctx.endpoint.id);
     const webhooks = await Promise.all(
       rows.map(async (r) => {
@@ -22,7 +23,17 @@ export const listWebhooks = defineTool({
           name: r.name,
           queue: r.queue,
           trust_mode: r.trust_mode,
-          signature: signing ? { scheme: signing.scheme, required: signing.required } : null,
+          scheme: namedScheme(signing?.scheme ?? null),
+          signature: signing
+            ? {
+                scheme: signing.scheme,
+                required: signing.required,
+                previous_expires_at:
+                  signing.previous && signing.previous.expiresAt.getTime() > clock.now().getTime()
+                    ? signing.previous.expiresAt.toISOString()
+                    : null,
+              }
+            : null,
           vended_with_endpoint: r.id === ctx.endpoint.webhookId,
           created_at: new Date(r.created_at).toISOString(),
         };

@@ -6,7 +6,7 @@ import {
   webhookDecider,
 } from '../../../src/domain/webhook/decide.ts';
 import type { WebhookEvent } from '../../../src/domain/webhook/events.ts';
-import { defaultQueue } from '../../../src/domain/webhook/state.ts';
+import { activeSecrets, defaultQueue } from '../../../src/domain/webhook/state.ts';
 import { deciderSpec } from '../../support/decider-spec.ts';
 
 const now = new Date('2026-01-02T03:04:05.000Z');
@@ -193,13 +193,14 @@ describe('webhook created with an endpoint or by create_webhook', () => {
   it('with a signing secret, records it sealed in the same decision', () => {
     const events = spec
       .given()
-      .when({ ...create, signing: { secretSealed: 'sealed', required: true } })
+      .when({ ...create, signing: { scheme: 'standard-webhooks', secretSealed: 'sealed', required: true } })
       .events();
     expect(events.map((e) => e.type)).toEqual(['WebhookCreated', 'WebhookSigningSecretSet']);
     expect(spec.given(...events).state().signing).toEqual({
       scheme: 'standard-webhooks',
       secretSealed: 'sealed',
       required: true,
+      previous: null,
     });
   });
 
@@ -211,5 +212,90 @@ describe('webhook created with an endpoint or by create_webhook', () => {
         .events(),
     ).toThrow();
     spec.given(created).when(create).thenThrows('conflict');
+  });
+});
+
+describe('webhook: secret rotation (given events, when a command, then events)', () => {
+  const owner = { endpointId: 'ep_owner', slug: 'owner-aaaaaa' };
+  const T = new Date('2026-11-25T01:00:00.000Z');
+  const rotation = deciderSpec(webhookDecider, T);
+  const createdSigned = rotation
+    .given()
+    .when({
+      type: 'CreateWebhook',
+      webhookId: 'wh_r',
+      endpointId: owner.endpointId,
+      operator: 'admin',
+      human: 'admin',
+      name: 'gh',
+      queue: 'inbox',
+      tokenHash: 'd'.repeat(64),
+      signing: { scheme: 'codehost', secretSealed: 'old', required: true },
+    })
+    .events();
+  const later = new Date(T.getTime() + 86_400_000);
+  const rotate = {
+    type: 'ChangeSecret',
+    caller: owner,
+    change: { kind: 'rotate', secretSealed: 'new', previousExpiresAt: later },
+  } as const;
+
+  it('given a codehost webhook, when rotated, then both secrets verify until the previous expires', () => {
+    const when = rotation.given(...createdSigned).when(rotate);
+    when.thenEvents([
+      {
+        type: 'WebhookSecretRotated',
+        data: {
+          webhook_id: 'wh_r',
+          secret_sealed: 'new',
+          previous_expires_at: later.toISOString(),
+          by: 'endpoint:owner-aaaaaa',
+          at: T.toISOString(),
+        },
+      },
+    ]);
+    const signing = when.stateAfter().signing!;
+    expect(signing.scheme).toBe('codehost');
+    expect(activeSecrets(signing, T)).toEqual(['new', 'old']);
+    expect(activeSecrets(signing, later)).toEqual(['new']);
+  });
+
+  it('given a rotation, when the previous is retired, then only the new one verifies; retiring again changes nothing', () => {
+    const rotated = rotation
+      .given(...createdSigned)
+      .when(rotate)
+      .events();
+    const retire = { type: 'ChangeSecret', caller: owner, change: { kind: 'retire' } } as const;
+    const when = rotation.given(...createdSigned, ...rotated).when(retire);
+    expect(when.events().map((e) => e.type)).toEqual(['WebhookPreviousSecretRetired']);
+    expect(activeSecrets(when.stateAfter().signing!, T)).toEqual(['new']);
+    rotation
+      .given(...createdSigned, ...rotated, ...when.events())
+      .when(retire)
+      .thenNothing();
+  });
+
+  it('another endpoint hears not_found; a webhook without a secret cannot rotate', () => {
+    rotation
+      .given(...createdSigned)
+      .when({ ...rotate, caller: { endpointId: 'ep_other', slug: 'other-bbbbbb' } })
+      .thenThrows('not_found');
+    const unsigned = rotation
+      .given()
+      .when({
+        type: 'CreateWebhook',
+        webhookId: 'wh_u',
+        endpointId: owner.endpointId,
+        operator: 'admin',
+        human: 'admin',
+        name: 'plain',
+        queue: 'inbox',
+        tokenHash: 'e'.repeat(64),
+      })
+      .events();
+    rotation
+      .given(...unsigned)
+      .when(rotate)
+      .thenThrows('bad_request', /scheme none/);
   });
 });

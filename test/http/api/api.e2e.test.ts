@@ -17,7 +17,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-operatorApiSuite('embedded PGlite', () => server);
+operatorApiSuite('embedded mode', () => server);
 
 describe('endpoint expiry', () => {
   it('an endpoint past its expires_at refuses pushes with 409', async () => {

@@ -119,5 +119,5 @@ function retentionSuite(name: string, usePg: boolean) {
   });
 }
 
-retentionSuite('retention on PGlite', false);
+retentionSuite('retention in embedded mode', false);
 retentionSuite('retention on PostgreSQL', true);

@@ -4,6 +4,7 @@ import { type BuildAppOptions, buildApp } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../../src/runtime.ts';
+import { embeddedTarget } from '../../support/embedded.ts';
 
 export const CODEHOST_SECRET = 'ui-test-codehost-secret';
 
@@ -15,24 +16,26 @@ export interface TestServer {
 }
 
 /**
- * A real server on a free loopback port: PostgreSQL at `databaseUrl`, else in-memory PGlite.
+ * A real server on a free loopback port: PostgreSQL at `databaseUrl`, else embedded mode (the run's managed PostgreSQL).
  * The codehost receiver is configured, so tests deliver signed webhooks over HTTP.
  */
 export async function startTestServer(
   options: { databaseUrl?: string; env?: Record<string, string>; app?: BuildAppOptions } = {},
 ) {
+  const target = options.databaseUrl ? undefined : await embeddedTarget();
   const config = loadConfig({
     HOOKLINE_HOST: '127.0.0.1',
     HOOKLINE_PORT: '0',
     HOOKLINE_LOG_LEVEL: 'silent',
     HOOKLINE_CODEHOST_SECRET: CODEHOST_SECRET,
+    ...target?.env,
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     ...options.env,
   });
   const logger = createLogger({
     logLevel: (process.env.HOOKLINE_TEST_LOG as 'debug' | undefined) ?? 'silent',
   });
-  const runtime = await createRuntime(config, { inMemory: !options.databaseUrl, logger });
+  const runtime = await createRuntime(config, { ...target?.runtimeOptions, logger });
   const app = await buildApp(runtime, { requestLogging: false, ...options.app });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
@@ -44,6 +47,7 @@ export async function startTestServer(
     close: async () => {
       await app.close();
       await runtime.close();
+      await target?.drop();
     },
   } satisfies TestServer;
 }

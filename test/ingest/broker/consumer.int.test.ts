@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.ts';
 import {
   BROKER_GROUP,
   type BrokerConsumers,
@@ -8,25 +7,28 @@ import {
 } from '../../../src/ingest/broker/index.ts';
 import { toBrokerDelivery } from '../../../src/ingest/broker/message.ts';
 import { createDeliveryRecorder } from '../../../src/ingest/recorder.ts';
-import { createRuntime, type Runtime } from '../../../src/runtime.ts';
+import type { Runtime } from '../../../src/runtime.ts';
+import { createEmbeddedRuntime } from '../../support/embedded.ts';
 import { REDIS_URL, redisAvailable, redisPrefix } from '../../support/services.ts';
 import { deliveriesOf, dropStreams, pendingCount, produce, testRedis, waitFor } from './support.ts';
 
 const hasRedis = await redisAvailable();
 
-/** A runtime over in-memory PGlite whose config names the given channels. */
+/** An embedded-mode runtime whose config names the given channels. */
 async function brokerRuntime(
   channels: readonly string[],
   env: Record<string, string> = {},
 ): Promise<Runtime> {
-  const config = loadConfig({
-    HOOKLINE_BROKER_URL: REDIS_URL,
-    HOOKLINE_BROKER_CHANNELS: channels.join(','),
-    HOOKLINE_BROKER_CLAIM_IDLE_MS: '300',
-    HOOKLINE_LOG_LEVEL: 'silent',
-    ...env,
-  });
-  return createRuntime(config, { inMemory: true, startProjections: false });
+  return createEmbeddedRuntime(
+    {
+      HOOKLINE_BROKER_URL: REDIS_URL,
+      HOOKLINE_BROKER_CHANNELS: channels.join(','),
+      HOOKLINE_BROKER_CLAIM_IDLE_MS: '300',
+      HOOKLINE_LOG_LEVEL: 'silent',
+      ...env,
+    },
+    { startProjections: false },
+  );
 }
 
 describe.runIf(hasRedis)('broker consumer (Redis Streams into the log)', () => {

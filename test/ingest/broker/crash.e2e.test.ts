@@ -12,7 +12,7 @@ const TOTAL = 10_000;
 const FIRST = 6_000;
 
 const modes = [
-  { name: 'embedded (PGlite)', run: hasRedis, storage: embeddedStorage },
+  { name: 'embedded', run: hasRedis, storage: embeddedStorage },
   { name: 'PostgreSQL', run: hasRedis && hasPg, storage: postgresStorage },
 ];
 

@@ -3,21 +3,18 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.ts';
-import { loadConfig } from '../../../src/config.ts';
 import { BROKER_GROUP, startBrokerConsumers } from '../../../src/ingest/broker/index.ts';
 import { createDeliveryRecorder } from '../../../src/ingest/recorder.ts';
 import { createProviderDirectory, type ProviderDirectory } from '../../../src/providers/directory.ts';
-import { createRuntime, type Runtime } from '../../../src/runtime.ts';
+import type { Runtime } from '../../../src/runtime.ts';
+import { createEmbeddedRuntime } from '../../support/embedded.ts';
 import { REDIS_URL, redisAvailable, redisPrefix } from '../../support/services.ts';
 import { deliveriesOf, dropStreams, pendingCount, produce, testRedis, waitFor } from './support.ts';
 
 const hasRedis = await redisAvailable();
 
 async function runtimeFor(env: Record<string, string>): Promise<Runtime> {
-  return createRuntime(loadConfig({ HOOKLINE_LOG_LEVEL: 'silent', ...env }), {
-    inMemory: true,
-    startProjections: false,
-  });
+  return createEmbeddedRuntime({ HOOKLINE_LOG_LEVEL: 'silent', ...env }, { startProjections: false });
 }
 
 async function health(app: FastifyInstance): Promise<{ statusCode: number; body: Record<string, unknown> }> {

@@ -1,9 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { openPglite, openPostgres, type SqlDatabase } from '../../../src/db/open.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from '../../../src/db/open.ts';
 import { DELIVERIES_STREAM } from '../../../src/domain/delivery/events.ts';
 import { createSqlEventStore } from '../../../src/eventstore/sql/store.ts';
+import { freshDataDir, removeDataDir } from '../../support/embedded.ts';
 import { createTestDatabase } from '../../support/services.ts';
 import { deliveriesOf, type StoredDelivery, waitFor } from './support.ts';
 
@@ -16,12 +14,12 @@ export interface Storage {
 }
 
 export async function embeddedStorage(): Promise<Storage> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-broker-'));
+  const dir = await freshDataDir();
   return {
     name: 'embedded',
     env: { HOOKLINE_DATA_DIR: dir },
-    open: () => openPglite(dir),
-    cleanup: () => rm(dir, { recursive: true, force: true }),
+    open: () => openEmbedded(dir),
+    cleanup: () => removeDataDir(dir),
   };
 }
 

@@ -1,11 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { EventSource } from 'eventsource';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.ts';
 import { type RunningServer, startServer } from '../../../src/server.ts';
+import { freshDataDir, removeDataDir } from '../../support/embedded.ts';
 import { REDIS_URL, redisAvailable, redisPrefix } from '../../support/services.ts';
 import { dropStreams, testRedis, waitFor } from './support.ts';
 
@@ -32,7 +30,7 @@ describe.runIf(hasRedis)('a broker delivery on every surface', () => {
   const received: Summary[] = [];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'hookline-broker-ui-'));
+    dataDir = await freshDataDir();
     redis = testRedis(REDIS_URL);
     server = await startServer(
       loadConfig({
@@ -58,7 +56,7 @@ describe.runIf(hasRedis)('a broker delivery on every surface', () => {
     await server?.stop();
     await dropStreams(redis, [channel]);
     redis?.disconnect();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDataDir(dataDir);
   });
 
   it('emits event-received, lists it in the log with its detail, and shows the channel on /providers', async () => {

@@ -1,22 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createProjectionRunner } from '../../../projections/engine/runner.ts';
 import { allProjections } from '../../../projections/index.ts';
 import { migrateToLatest } from '../../../src/db/migrate.ts';
-import { openPglite, openPostgres, type SqlDatabase } from '../../../src/db/open.ts';
-import { clearStalePglitePid, PGLITE_SUBDIR } from '../../../src/db/pglite-stale.ts';
+import { openEmbedded, openPostgres, type SqlDatabase } from '../../../src/db/open.ts';
 import { createSqlEventStore } from '../../../src/eventstore/sql/store.ts';
+import { freshDataDir, removeDataDir } from '../../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
 import { compareWithRebuild, type Harness, testLogger } from '../support.ts';
 
 const hasPg = await postgresAvailable();
-// Opening PGlite on disk, twice, and replaying eight read models take a while on a busy 2-core machine.
 const fixture = fileURLToPath(new URL('./fixtures/crash-child.ts', import.meta.url));
 
 interface Report {
@@ -83,19 +78,17 @@ async function restartAndCompare(sqlDb: SqlDatabase, killedAt: Report): Promise<
   }
 }
 
-describe('crash: kill -9 while projections apply under load, embedded PGlite on disk', () => {
+describe('crash: kill -9 while projections apply under load, embedded mode', () => {
   let dir: string | undefined;
   afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
+    if (dir) await removeDataDir(dir);
   });
 
   it('restarts over the data directory and every read model equals a rebuild from the log', async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-crash-'));
-    const killedAt = await runAndKill({ CRASH_DATA_DIR: dir }, 400);
-    // PGlite leaves its postmaster.pid behind when killed; reopening with it there hangs.
-    expect(existsSync(path.join(dir, PGLITE_SUBDIR, 'postmaster.pid'))).toBe(true);
-    expect(await clearStalePglitePid(dir)).toBe(true);
-    const sqlDb = await openPglite(dir);
+    dir = await freshDataDir();
+    const killedAt = await runAndKill({ CRASH_DATA_DIR: dir }, 1000);
+    // The killed process's PostgreSQL outlives it; opening the directory again adopts it.
+    const sqlDb = await openEmbedded(dir, { max: 6 });
     try {
       await restartAndCompare(sqlDb, killedAt);
     } finally {

@@ -81,7 +81,7 @@ function versioned(version: 1 | 2): Projection {
   };
 }
 
-function suite(kind: 'pglite' | 'postgres') {
+function suite(kind: 'embedded' | 'postgres') {
   let testDb: TestDatabase | undefined;
   let h: Harness;
 
@@ -226,5 +226,5 @@ function suite(kind: 'pglite' | 'postgres') {
   });
 }
 
-describe('projection rebuild on PGlite', () => suite('pglite'));
+describe('projection rebuild in embedded mode', () => suite('embedded'));
 describe.runIf(hasPg)('projection rebuild on PostgreSQL', () => suite('postgres'));

@@ -69,7 +69,7 @@ function lanedProjection(spans: Span[]): Projection {
   };
 }
 
-function suite(kind: 'pglite' | 'postgres') {
+function suite(kind: 'embedded' | 'postgres') {
   let testDb: TestDatabase | undefined;
   let h: Harness;
 
@@ -123,7 +123,7 @@ function suite(kind: 'pglite' | 'postgres') {
     const concurrency = Math.max(
       ...spans.map((s) => spans.filter((o) => o.start <= s.start && o.end > s.start).length),
     );
-    expect(concurrency).toBe(kind === 'postgres' ? PARALLEL_APPLIES : 1);
+    expect(concurrency).toBe(PARALLEL_APPLIES);
     await sql`drop schema ${sql.id(schema)} cascade`.execute(h.sql.db);
   });
 
@@ -143,5 +143,5 @@ function suite(kind: 'pglite' | 'postgres') {
   });
 }
 
-describe('rebuild lanes on PGlite (one at a time)', () => suite('pglite'));
+describe('rebuild lanes in embedded mode', () => suite('embedded'));
 describe.runIf(hasPg)('rebuild lanes on PostgreSQL', () => suite('postgres'));

@@ -32,7 +32,7 @@ async function appliedRows(h: Harness, table: string) {
   return rows[0]!;
 }
 
-function suite(kind: 'pglite' | 'postgres') {
+function suite(kind: 'embedded' | 'postgres') {
   let testDb: TestDatabase | undefined;
   let h: Harness;
 
@@ -282,5 +282,5 @@ function suite(kind: 'pglite' | 'postgres') {
   );
 }
 
-describe('projection runner on PGlite', () => suite('pglite'));
+describe('projection runner in embedded mode', () => suite('embedded'));
 describe.runIf(hasPg)('projection runner on PostgreSQL', () => suite('postgres'));

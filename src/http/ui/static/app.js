@@ -59,20 +59,6 @@
     renderTime(el, Date.now());
   }
 
-  // ---- bytes -------------------------------------------------------------------------------
-
-  function formatBytes(n) {
-    if (n < 1024) return `${n} B`;
-    const units = ['KiB', 'MiB', 'GiB'];
-    let x = n / 1024;
-    let i = 0;
-    while (x >= 1024 && i < units.length - 1) {
-      x /= 1024;
-      i++;
-    }
-    return `${x < 10 ? x.toFixed(1) : Math.round(x)} ${units[i]}`;
-  }
-
   const formatCount = (n) => Number(n).toLocaleString('en-US');
 
   // ---- connection indicator ----------------------------------------------------------------
@@ -165,73 +151,61 @@
     el.textContent = TRUST_LABELS[mode] || mode;
   }
 
-  function buildRow(e) {
-    const tpl = document.getElementById('tpl-log-row');
-    if (!tpl) return null;
-    const row = tpl.content.firstElementChild.cloneNode(true);
-    const field = (name) => row.querySelector(`[data-field="${name}"]`);
-    row.dataset.id = String(e.id);
-    field('link').setAttribute('href', `/log/${encodeURIComponent(String(e.id))}`);
-    field('id').textContent = String(e.id);
-    field('provider').textContent = e.provider;
-    const type = field('event_type');
-    type.textContent = e.event_type || '—';
-    type.className = e.event_type ? '' : 'muted';
-    setTime(field('received_at'), e.received_at, false);
-    const verified = field('verified');
-    verified.setAttribute('data-verified', String(e.verified === true));
-    verified.querySelector('.verify__text').textContent = e.verified ? 'Verified' : 'Unverified';
-    setTrust(field('trust'), e.trust_mode);
-    const size = field('payload_size');
-    size.textContent = formatBytes(e.payload_size);
-    size.title = `${e.payload_size} bytes`;
-    row.classList.add('is-new');
-    return row;
-  }
-
-  /** The filters of the view, as the server applied them (spec 4.5). */
-  function matches(view, e) {
-    const provider = view.dataset.filterProvider;
-    if (provider && e.provider !== provider) return false;
-    const type = view.dataset.filterEventType;
-    if (type && e.event_type !== type) return false;
-    const since = view.dataset.filterSince;
-    if (since) {
-      if (/^[0-9]+$/.test(since)) return e.id >= Number(since);
-      const t = Date.parse(since);
-      if (!Number.isNaN(t) && Date.parse(e.received_at) < t) return false;
-    }
-    return true;
-  }
-
+  // Rows are rendered by the server (GET /log/rows): a view asks for what is newer than its
+  // newest row, one request at a time, and asks once more if deliveries came in meanwhile.
   const LIVE_EXTRA = 200;
 
-  function prependToLogs(e) {
-    for (const view of all('[data-live-log]')) {
-      if (view.dataset.live === 'false' || !matches(view, e)) continue;
-      const body = view.querySelector('[data-log-rows]');
-      if (!body) continue;
-      if (all('tr[data-id]', body).some((r) => r.dataset.id === String(e.id))) continue;
-      const limit = Number(view.dataset.liveLimit) || 50;
-      const rows = body.children.length;
-      // The dashboard keeps a fixed short list; the log stops growing after a while and says so.
-      const isLog = view.dataset.liveLog === 'log';
-      if (isLog && rows >= limit + LIVE_EXTRA) {
-        const banner = view.querySelector('[data-live-overflow]');
-        if (banner) banner.hidden = false;
-        continue;
-      }
-      const row = buildRow(e);
-      if (!row) continue;
-      body.prepend(row);
-      if (!isLog) {
-        while (body.children.length > limit) body.lastElementChild.remove();
-      }
+  function overflow(view) {
+    const banner = view.querySelector('[data-live-overflow]');
+    if (banner) banner.hidden = false;
+    view.dataset.live = 'false';
+  }
+
+  async function refreshRows(view, position) {
+    if (view.dataset.live === 'false') return;
+    if (view.dataset.fetching) {
+      view.dataset.again = position;
+      return;
+    }
+    const body = view.querySelector('[data-log-rows]');
+    if (!body) return;
+    const isLog = view.dataset.liveLog === 'log';
+    const limit = Number(view.dataset.liveLimit) || 50;
+    // The dashboard keeps a fixed short list; the log stops growing after a while and says so.
+    if (isLog && body.children.length >= limit + LIVE_EXTRA) return overflow(view);
+    const newest = body.querySelector('tr[data-id]');
+    const q = new URLSearchParams({
+      after: newest ? newest.dataset.id : '0',
+      limit: String(limit),
+      position,
+    });
+    if (view.dataset.filterProvider) q.set('provider', view.dataset.filterProvider);
+    if (view.dataset.filterEventType) q.set('event_type', view.dataset.filterEventType);
+    if (view.dataset.filterSince) q.set('since', view.dataset.filterSince);
+    view.dataset.fetching = 'true';
+    try {
+      const res = await fetch(`/log/rows?${q}`);
+      if (!res.ok) return;
+      const html = await res.text();
+      if (isLog && res.headers.get('x-hookline-more') === 'true') return overflow(view);
+      if (!html.trim()) return;
+      body.insertAdjacentHTML('afterbegin', html);
+      if (!isLog) while (body.children.length > limit) body.lastElementChild.remove();
+      renderTimes(body);
       const empty = view.querySelector('[data-log-empty]');
       if (empty) empty.hidden = true;
       // The footer counts the rows the page shows, live ones included.
       const shown = view.querySelector('[data-shown-count]');
       if (shown) shown.textContent = formatCount(body.children.length);
+    } catch {
+      // Offline for a moment: the next delivery asks again.
+    } finally {
+      delete view.dataset.fetching;
+      const again = view.dataset.again;
+      if (again !== undefined) {
+        delete view.dataset.again;
+        void refreshRows(view, again);
+      }
     }
   }
 
@@ -275,7 +249,7 @@
       }
       setConnection('receiving');
       bumpDashboard(e);
-      prependToLogs(e);
+      for (const view of all('[data-live-log]')) void refreshRows(view, m.lastEventId);
     });
     // A todo moved: the console's todo screens fetch their rows again (htmx, hx-trigger).
     source.addEventListener('todos-changed', () => document.body.dispatchEvent(new Event('todos-changed')));

