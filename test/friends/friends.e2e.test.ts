@@ -86,6 +86,7 @@ describe.runIf(chromiumAvailable())('friends end to end: A2A request, approval i
     expect((await a2a.getTask({ id: taskId })).status.state).toBe('input-required');
 
     // The owner approves in the browser, unticking heartbeat; untrusted text stays inert.
+    await settled(server); // the screen reads the read model, which another writer's request reaches on its own time
     await page.goto(`${server.url}/friends`);
     const request = page.locator(`article[data-friend="${taskId}"]`);
     await expect
