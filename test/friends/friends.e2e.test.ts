@@ -174,6 +174,7 @@ describe.runIf(chromiumAvailable())('friends end to end: A2A request, approval i
         title: 'Artifacts are ready',
       });
       expect(back.todo.queue).toBe('handback');
+      await settled(server); // claim_next reads the todos read model; the hand-off came from the other side
       const claimed = await friend.ok<{ todo: { id: string } | null; lease_id: string }>('claim_next', {});
       expect(claimed.todo?.id).toBe(back.todo.id);
       await friend.ok('complete', { todo_id: back.todo.id, lease_id: claimed.lease_id });
