@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sign as signCodehost } from '@octokit/webhooks-methods';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
@@ -171,6 +172,26 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     const nothing = await hookline(['endpoints', 'update', v.slug], env);
     expect(nothing.code).toBe(1);
     expect(nothing.stderr).toContain('give --queue, --verb or both');
+    const signed = await hookline(['endpoints', 'vend', 'Hub Bot', '--webhook-scheme', 'codehost'], env);
+    expect(signed.code, signed.stderr).toBe(0);
+    expect(signed.stdout).toContain('Signed by    codehost');
+    const secret = /Secret {7}(\S+)/.exec(signed.stdout)?.[1];
+    const ingest = /Webhook {6}(\S+)/.exec(signed.stdout)?.[1];
+    expect(secret).toBeDefined();
+    const body = '{"zen":"hi"}';
+    const res = await fetch(ingest!, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'ping',
+        'x-hub-signature-256': await signCodehost(secret!, body),
+      },
+      body,
+    });
+    expect(res.status).toBe(202);
+    const badScheme = await hookline(['endpoints', 'vend', 'x', '--webhook-scheme', 'github'], env);
+    expect(badScheme.code).toBe(1);
+    expect(badScheme.stderr).toMatch(/HTTP 400/);
   });
 
   it('friends: takes requests, asks, approves, hands the credential over once (the real binary)', async () => {

@@ -225,7 +225,8 @@ describe('MCP drain verbs over the real client', () => {
     const deaf = await connectAgent(ep);
     try {
       const { resources } = await agent.client.listResources();
-      expect(resources.map((r) => r.uri)).toEqual(['hookline://queues/inbox']);
+      // One resource per queue, and one for all of them (issue 16: a session subscribes to one or all).
+      expect(resources.map((r) => r.uri)).toEqual(['hookline://queues', 'hookline://queues/inbox']);
       await agent.client.subscribeResource({ uri: 'hookline://queues/inbox' });
       await expect(agent.client.subscribeResource({ uri: 'hookline://queues/quarantine' })).rejects.toThrow();
       await push(server, ep, { title: 'ring' });
