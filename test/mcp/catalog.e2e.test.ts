@@ -25,6 +25,8 @@ const probes: {
   heartbeat: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
   list_events: () => ({ args: {}, expect: 'ok' }),
   get_event: () => ({ args: { event_id: 999_999_999 }, expect: 'not_found' }),
+  create_for: () => ({ args: { friend_id: 'fr_aaaaaaaaaaaaaaaaaaaa', title: 'probe' }, expect: 'not_found' }),
+  list_friends: () => ({ args: {}, expect: 'ok' }),
   create_webhook: () => ({ args: { name: 'probe' }, expect: 'ok' }),
   list_webhooks: () => ({ args: {}, expect: 'ok' }),
   list_webhook_events: () => ({ args: {}, expect: 'ok' }),
@@ -123,7 +125,7 @@ describe('the verb catalog: what is vended is exactly what is served', () => {
 
   it('a vend naming a verb outside the catalog is refused with 400 naming it, and mints nothing', async () => {
     const before = await alice.call<unknown[]>('GET', '/endpoints');
-    for (const unknown of ['create_for', 'drop_tables']) {
+    for (const unknown of ['befriend_everyone', 'drop_tables']) {
       const res = await alice.call<{ detail: string; code: string }>('POST', '/endpoints', {
         name: 'catalog unknown',
         verbs: ['list_todos', unknown],
