@@ -40,7 +40,7 @@ describe('GET /log/rows', () => {
   it('escapes what the delivery said and refuses a malformed view', async () => {
     const hostile = await sendCodehost(s.url, { n: 4 }, { event: '<img src=x onerror=alert(1)>' });
     // A position that is not one is ignored (no wait): let the read model have the delivery first.
-    await s.runtime.projections.waitFor(await s.runtime.store.headPosition(), { timeoutMs: 20_000 });
+    await s.runtime.projections.waitFor(await s.runtime.store.committedPosition(), { timeoutMs: 20_000 });
     const { res } = await rows(`after=${hostile.id - 1}&position=not-a-position`);
     expect(res.body).toContain('&lt;img src=x onerror=alert(1)&gt;');
     expect(res.body).not.toContain('<img src=x');
