@@ -1,7 +1,7 @@
 /**
  * Broker benchmark (issue 8, point 5): how many Redis Streams entries per second the broker
  * consumer turns into delivery events (appended before XACK, each through the recorder's
- * external-id reservation), embedded (PGlite on disk) and on PostgreSQL. A backlog is written
+ * external-id reservation), embedded (its own PostgreSQL) and on PostgreSQL. A backlog is written
  * first (not timed); the clock runs from the start of the consumers until every entry is
  * acknowledged. The projections run as in the service, and the time for the log read model to
  * catch up is printed too. Run: `npm run bench:broker` (Node 24). See bench/README.md.
@@ -17,9 +17,7 @@
  *   HOOKLINE_BENCH_REDIS_URL  Redis (default redis://127.0.0.1:6379)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
@@ -27,6 +25,7 @@ import { DELIVERIES_STREAM } from '../src/domain/delivery/events.ts';
 import { BROKER_GROUP, startBrokerConsumers } from '../src/ingest/broker/index.ts';
 import { createIngestion } from '../src/ingest/index.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const { values: args } = parseArgs({
@@ -50,8 +49,8 @@ interface Storage {
 }
 
 async function embedded(): Promise<Storage> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'hookline-bench-broker-'));
-  return { env: { HOOKLINE_DATA_DIR: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
+  const dataDir = await scratchDataDir('broker');
+  return { env: { HOOKLINE_DATA_DIR: dataDir.dir }, cleanup: dataDir.remove };
 }
 
 async function postgres(): Promise<Storage> {
@@ -131,7 +130,7 @@ async function run(name: string, storage: Storage, projections: boolean) {
 }
 
 const cases = [
-  { name: 'embedded (PGlite)', key: 'embedded', storage: embedded },
+  { name: 'embedded', key: 'embedded', storage: embedded },
   { name: 'PostgreSQL', key: 'postgres', storage: postgres },
 ].filter((c) => !args.only || c.key === args.only);
 

@@ -42,17 +42,19 @@ async function seedLog(databaseUrl: string, rows: number): Promise<void> {
   const c = new pg.Client({ connectionString: databaseUrl });
   await c.connect();
   const started = performance.now();
-  // One delivery every 2 s ending now; five providers; seven event types.
+  // One delivery every 2 s ending now; five providers; seven event types. Each payload names a
+  // customer of its own (a search that matches one row) and one of 1,000 teams (one row in 1,000).
   await c.query(
     `insert into log_events (id, event_uuid, position, provider, event_type, trust_mode, verified,
-       verify_detail, external_id, content_type, source_ip, headers, payload, payload_size, received_at)
+       verify_detail, external_id, content_type, source_ip, headers, payload, payload_size, received_at,
+       search_text)
      select g, gen_random_uuid(), '1:' || g,
        (array['codehost','payments','chat','generic:ci','broker:builds'])[1 + g % 5],
        (array['push','pull_request','issues','release','invoice.paid','message','build'])[1 + (g / 5) % 7],
        'signed', true, 'sha256', null, 'application/json', '127.0.0.1', '{}'::jsonb,
-       convert_to('{"n":' || g || '}', 'UTF8'), length('{"n":' || g || '}'),
-       now() - ($1::int - g) * interval '2 seconds'
-     from generate_series(1, $1::int) g`,
+       convert_to(t, 'UTF8'), length(t), now() - ($1::int - g) * interval '2 seconds', t
+     from generate_series(1, $1::int) g,
+       lateral (select '{"n":' || g || ',"customer":"cust' || g || '","team":"acme' || (g % 1000) || '"}' as t) p`,
     [rows],
   );
   await c.query('analyze log_events');
@@ -81,6 +83,11 @@ async function logBench(): Promise<void> {
         ['provider + cursor', `/log?provider=codehost&cursor=${cursor}`, { 'hx-request': 'true' }],
         ['limit=200', '/log?limit=200', { 'hx-request': 'true' }],
         ['full page', '/log', {}],
+        ['q: one row', `/log?q=cust${Math.floor(rows / 3)}`, { 'hx-request': 'true' }],
+        ['q: 1 in 1,000 rows', '/log?q=acme417', { 'hx-request': 'true' }],
+        ['q: event type (1 in 7)', '/log?q=release', { 'hx-request': 'true' }],
+        ['q + provider', '/log?q=acme417&provider=chat', { 'hx-request': 'true' }],
+        ['q + cursor (middle)', `/log?q=acme417&cursor=${cursor}`, { 'hx-request': 'true' }],
       ];
       console.log(`log: ${requests} sequential requests per case at ${rows} rows (HTML, over HTTP)`);
       console.log('  case                     p50 ms   p95 ms   rows');

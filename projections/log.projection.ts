@@ -5,9 +5,15 @@ import { RETENTION_STREAM } from '../src/domain/retention/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
 import { logRetainedFrom } from './log.queries.ts';
-import { createLogTables } from './log.table.ts';
+import { createLogTables, SEARCH_TEXT_MAX } from './log.table.ts';
 
-const _decoder = new TextDecoder();
+const decoder = new TextDecoder();
+
+/** The payload as text for `q`: UTF-8 (a bad byte becomes U+FFFD), no NUL, at most SEARCH_TEXT_MAX characters. */
+function searchText(payload: Uint8Array): string {
+  const head = payload.byteLength > SEARCH_TEXT_MAX * 4 ? payload.subarray(0, SEARCH_TEXT_MAX * 4) : payload;
+  return decoder.decode(head).slice(0, SEARCH_TEXT_MAX).replaceAll('\u0000', ' ');
+}
 /** Rows and payload bytes per COPY (each is one buffer in memory before it is sent). */
 const COPY_ROWS_MAX = 2_000;
 const COPY_BYTES_MAX = 32 * 1024 * 1024;
@@ -34,6 +40,7 @@ const LOG_COPY: CopySpec = {
     ['payload', 'bytea'],
     ['payload_size', 'int4'],
     ['received_at', 'timestamptz'],
+    ['search_text', 'text'],
   ],
 };
 
@@ -58,6 +65,7 @@ function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> 
       e.data,
       e.data.byteLength,
       receivedAt,
+      searchText(e.data),
     ];
   }
 }
@@ -77,8 +85,8 @@ function retainedFrom(e: RecordedEvent): number {
 
 export const logProjection: Projection = {
   name: 'log',
-  // 2: retention applied by the projection itself (log_retention).
-  version: 2,
+  // 2: retention applied by the projection itself (log_retention). 3: search_text and search (`q`).
+  version: 3,
   tables: ['log_events', 'log_retention'],
   createTables: createLogTables,
   handles: (e) =>

@@ -43,6 +43,8 @@ export interface LogFilters {
   readonly since?: string | undefined;
   /** Only events with a greater id (the screens' live rows: what is newer than the rows shown). */
   readonly after_id?: number | undefined;
+  /** Full text over payloads and event types: words (all must match), "a phrase", -not, or. */
+  readonly q?: string | undefined;
 }
 
 export interface LogPage {
@@ -123,6 +125,11 @@ export async function listEvents(
     }
   }
   if (filters.after_id !== undefined) q = q.where('id', '>', BigInt(filters.after_id));
+  const text = filters.q?.trim();
+  if (text) {
+    if (text.length > 200) throw invalid('q', 'q is longer than 200 characters');
+    q = q.where(sql<boolean>`search @@ websearch_to_tsquery('simple'::regconfig, ${text})`);
+  }
   if (cursor !== undefined && cursor !== '') {
     const c = decodeCursor(cursor);
     q = q.where((eb) => eb(eb.refTuple('received_at', 'id'), '<', eb.tuple(c.at, BigInt(c.id))));

@@ -1,4 +1,7 @@
-import type { ColumnType, Kysely } from 'kysely';
+import { type ColumnType, type Kysely, sql } from 'kysely';
+
+/** How much of a payload `q` searches (a tsvector holds at most 1 MB). */
+export const SEARCH_TEXT_MAX = 64 * 1024;
 
 /** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
 export interface LogEventsTable {
@@ -20,6 +23,10 @@ export interface LogEventsTable {
   payload_size: number;
   received_at: ColumnType<Date, Date, Date>;
   disposition: string | null;
+  /** What `q` searches besides the event type: the payload as text, its first SEARCH_TEXT_MAX characters. */
+  search_text: string;
+  /** Generated: the full-text vector of the event type and search_text ('simple' configuration). */
+  search: ColumnType<string, never, never>;
 }
 
 /**
@@ -58,6 +65,23 @@ export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Prom
     .addColumn('payload_size', 'integer', (c) => c.notNull())
     .addColumn('received_at', 'timestamptz', (c) => c.notNull())
     .addColumn('disposition', 'text')
+    .addColumn('search_text', 'text', (c) => c.notNull().defaultTo(''))
+    // Full text (measured against pg_trgm, bench/README.md "Search"): 'simple' splits words and
+    // folds case without stemming, so ids, event names and JSON values match as written.
+    .addColumn('search', sql`tsvector`, (c) =>
+      c
+        .generatedAlwaysAs(
+          sql`to_tsvector('simple'::regconfig, coalesce(event_type, '') || ' ' || search_text)`,
+        )
+        .stored(),
+    )
+    .execute();
+  await db.schema
+    .createIndex('log_events_search_idx')
+    .ifNotExists()
+    .on('log_events')
+    .using('gin')
+    .column('search')
     .execute();
   // One index per query shape of spec 4.5 (ordering received_at desc, id desc, optional
   // provider and event_type filters); the provider one also serves the 24 h recent counts.

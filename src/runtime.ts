@@ -63,6 +63,7 @@ export async function openSql(
   if (config.mode === 'embedded') {
     return openEmbedded(config.dataDir, {
       onInfo: (message) => logger?.info(message),
+      onError: (message) => logger?.error(message),
       ...(options.embeddedDatabase ? { database: options.embeddedDatabase } : {}),
     });
   }

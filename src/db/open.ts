@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { CopyingClient } from './copy.ts';
 import type { Database } from './database.ts';
-import { type ManagedPostgresOptions, startManagedPostgres } from './managed-postgres.ts';
+import { type ManagedPostgresOptions, processAlive, startManagedPostgres } from './managed-postgres.ts';
 
 // int8 (bigint) columns come back as strings by default; revisions and positions need exact values.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => BigInt(v));
@@ -96,19 +96,47 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   };
 }
 
+/** How often embedded mode checks that its PostgreSQL still runs. */
+const WATCH_MS = 1000;
+
 /**
  * Embedded mode: starts (or adopts) the PostgreSQL of `<dataDir>/pg` and opens it as server mode
- * would. Closing ends the pool, then stops the server unless another client still uses it.
+ * would. While open, a server that dies (killed, OOM) is started again, and PostgreSQL recovers
+ * from its WAL: requests meanwhile get 503s, as with a server-mode database that restarts.
+ * Closing ends the pool, then stops the server unless another client still uses it.
  */
 export async function openEmbedded(
   dataDir: string,
-  options: PostgresOptions & ManagedPostgresOptions = {},
+  options: PostgresOptions & ManagedPostgresOptions & { readonly onError?: (message: string) => void } = {},
 ): Promise<SqlDatabase> {
-  const managed = await startManagedPostgres(dataDir, options);
+  let managed = await startManagedPostgres(dataDir, options);
   const sql = openPostgres(managed.url, options);
+  let closing = false;
+  let restarting: Promise<void> | undefined;
+  const watch = setInterval(() => {
+    if (closing || restarting || processAlive(managed.pid)) return;
+    options.onError?.(`the embedded PostgreSQL (pid ${managed.pid}) is gone; starting it again`);
+    restarting = startManagedPostgres(dataDir, options)
+      .then((again) => {
+        if (again.url !== managed.url) {
+          options.onError?.('the restarted embedded PostgreSQL listens elsewhere; restart hookline');
+        }
+        managed = again;
+      })
+      .catch((err: unknown) =>
+        options.onError?.(`starting the embedded PostgreSQL again failed: ${(err as Error).message}`),
+      )
+      .finally(() => {
+        restarting = undefined;
+      });
+  }, WATCH_MS);
+  watch.unref();
   return {
     ...sql,
     close: async () => {
+      closing = true;
+      clearInterval(watch);
+      await restarting;
       try {
         await sql.close();
       } finally {

@@ -271,3 +271,122 @@ describe.runIf(hasPg)('crash of the service: kill -9 under webhook load, Postgre
     }
   }, 600_000);
 });
+
+/**
+ * Issue 17, point 5: a burst of `total` signed deliveries from 32 senders, each sender retrying a
+ * refused one with the same delivery id (as providers do) until it is acknowledged or the service
+ * is gone. `onAck` sees every acknowledgement as it comes.
+ */
+function burst(url: string, total: number, onAck: (count: number) => void) {
+  const acked: Acked[] = [];
+  let gone = false;
+  const senders = 32;
+  const sender = async (k: number) => {
+    for (let n = k; n < total && !gone; n += senders) {
+      const body = JSON.stringify({ burst: n, note: 'kill -9 mid-burst', pad: 'y'.repeat(100 + (n % 500)) });
+      const d = signedDelivery(body);
+      for (let attempt = 0; !gone; attempt++) {
+        let res: Response;
+        try {
+          res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
+        } catch {
+          gone = true; // the service is gone: this delivery was never acknowledged
+          return;
+        }
+        const text = await res.text().catch(() => undefined);
+        if (text === undefined) {
+          gone = true;
+          return;
+        }
+        if (res.status === 202) {
+          acked.push({ id: (JSON.parse(text) as { id: number }).id, body });
+          onAck(acked.length);
+          break;
+        }
+        if (attempt > 300) throw new Error(`delivery ${n} still refused: ${res.status} ${text}`);
+        await sleep(100); // a 503 while the database is away: send it again, same delivery id
+      }
+    }
+  };
+  return { acked, done: Promise.all(Array.from({ length: senders }, (_, k) => sender(k))) };
+}
+
+async function expectEachAckOnce(h: Harness, acked: readonly Acked[]): Promise<void> {
+  const bodies = new Map<string, number>();
+  for await (const e of h.store.readStream('deliveries')) {
+    const body = new TextDecoder().decode(e.data);
+    bodies.set(body, (bodies.get(body) ?? 0) + 1);
+  }
+  const wrong = acked.filter((a) => bodies.get(a.body) !== 1);
+  expect(
+    wrong.map((a) => `${a.id}: ${bodies.get(a.body) ?? 0} times`),
+    'acknowledged deliveries not in the log exactly once',
+  ).toEqual([]);
+}
+
+describe('crash safety in embedded mode: 1,000 signed deliveries from 32 senders', () => {
+  let dataDir: string | undefined;
+  const started: ServerProcess[] = [];
+  afterEach(async () => {
+    await killAll(started);
+    if (dataDir) await removeDataDir(dataDir);
+    dataDir = undefined;
+  });
+
+  it('kill -9 of hookline at a random moment of the burst: after the restart every 202 is in the log once, the read models equal a rebuild', async () => {
+    dataDir = await freshDataDir();
+    const first = await startHookline(dataDir);
+    started.push(first);
+    await first.healthy();
+    const killAt = 100 + Math.floor(Math.random() * 800);
+    const load = burst(first.url, 1000, (n) => {
+      if (n === killAt) first.kill('SIGKILL');
+    });
+    await load.done;
+    expect((await first.exited).signal).toBe('SIGKILL');
+    expect(load.acked.length).toBeGreaterThanOrEqual(killAt);
+
+    const second = await startHookline(dataDir);
+    started.push(second);
+    await second.healthy();
+    await untilCaughtUp(second.url);
+    second.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+
+    const h = await openLeftovers({ dataDir });
+    try {
+      await expectEachAckOnce(h, load.acked);
+      await expectReadModelsEqualRebuild(h);
+    } finally {
+      await h.close();
+    }
+  }, 600_000);
+
+  it('kill -9 of the postmaster at a random moment of the burst: hookline starts it again, every 202 is in the log once, the read models equal a rebuild', async () => {
+    dataDir = await freshDataDir();
+    const server = await startHookline(dataDir);
+    started.push(server);
+    await server.healthy();
+    const postmaster = postmasterPid(dataDir)!;
+    const killAt = 100 + Math.floor(Math.random() * 800);
+    const load = burst(server.url, 1000, (n) => {
+      if (n === killAt) process.kill(postmaster, 'SIGKILL');
+    });
+    await load.done;
+    // Every delivery of the burst was acknowledged in the end: the senders' retries met the
+    // server hookline started again.
+    expect(load.acked.length).toBe(1000);
+    expect(postmasterPid(dataDir)).not.toBe(postmaster);
+    await untilCaughtUp(server.url);
+    server.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+
+    const h = await openLeftovers({ dataDir });
+    try {
+      await expectEachAckOnce(h, load.acked);
+      await expectReadModelsEqualRebuild(h);
+    } finally {
+      await h.close();
+    }
+  }, 600_000);
+});

@@ -6,7 +6,7 @@ import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.t
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
 import { readAtLogPosition } from './snapshot.ts';
 
-const FILTERS = ['provider', 'event_type', 'since', 'cursor', 'limit', 'after', 'position'] as const;
+const FILTERS = ['provider', 'event_type', 'since', 'q', 'cursor', 'limit', 'after', 'position'] as const;
 type FilterName = (typeof FILTERS)[number];
 
 /** Each filter at most once; a repeated one is as invalid as a malformed one (400). */
@@ -35,20 +35,20 @@ const toQuery = (params: Record<string, string | undefined>): string => {
 export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/log', async (request, reply) => {
     const q = readQuery(request);
-    const filters: LogFilters = { provider: q.provider, event_type: q.event_type, since: q.since };
+    const filters: LogFilters = { provider: q.provider, event_type: q.event_type, since: q.since, q: q.q };
     // The rows and the log position they were read at: the page's stream resumes from it.
     const { value: page, position } = await readAtLogPosition(deps.db, (trx) =>
       listEvents(trx, filters, q.cursor, q.limit),
     );
     const limit = q.limit ?? '50';
-    const keep = { provider: q.provider, event_type: q.event_type, since: q.since, limit: q.limit };
+    const keep = { provider: q.provider, event_type: q.event_type, since: q.since, q: q.q, limit: q.limit };
     const view = {
       events: page.events,
       filters: { ...keep, limit },
       paged: q.cursor !== undefined,
       newestUrl: `/log${toQuery(keep)}`,
       olderUrl: page.next_cursor ? `/log${toQuery({ ...keep, cursor: page.next_cursor })}` : null,
-      filtered: Boolean(q.provider || q.event_type || q.since),
+      filtered: Boolean(q.provider || q.event_type || q.since || q.q),
     };
     reply.header('vary', 'HX-Request, HX-History-Restore-Request');
     if (wantsFragment(request)) return sendHtml(reply, deps.views.render('fragments/log-results.njk', view));
@@ -85,7 +85,7 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
     }
     const page = await listEvents(
       deps.db,
-      { provider: q.provider, event_type: q.event_type, since: q.since, after_id: Number(q.after) },
+      { provider: q.provider, event_type: q.event_type, since: q.since, q: q.q, after_id: Number(q.after) },
       undefined,
       q.limit,
     );

@@ -182,6 +182,7 @@
     if (view.dataset.filterProvider) q.set('provider', view.dataset.filterProvider);
     if (view.dataset.filterEventType) q.set('event_type', view.dataset.filterEventType);
     if (view.dataset.filterSince) q.set('since', view.dataset.filterSince);
+    if (view.dataset.filterQ) q.set('q', view.dataset.filterQ);
     view.dataset.fetching = 'true';
     try {
       const res = await fetch(`/log/rows?${q}`);
