@@ -22,7 +22,7 @@ describe('GET /log/rows', () => {
     const b = await sendCodehost(s.url, { n: 2 }, { event: 'issues' });
     const c = await sendCodehost(s.url, { n: 3 }, { event: 'push', headers: {} });
     // The position of the newest event-received: the rows wait for the log read model to have it.
-    const position = encodeURIComponent(await s.runtime.store.headPosition());
+    const position = encodeURIComponent(await s.runtime.store.committedPosition());
     const all = await rows(`after=${a.id}&limit=50&position=${position}`);
     expect(all.res.statusCode).toBe(200);
     expect(all.res.headers['content-type']).toMatch(/^text\/html/);
