@@ -9,7 +9,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -128,13 +130,24 @@ function sampleTotal(hooklinePid: number, dataDir: string) {
 function startChild(
   target: Target,
   env: Record<string, string>,
+  profileDir?: string,
 ): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     // Every server, the bare one too, runs with the flags `hookline serve` runs with.
-    const child = spawn(process.execPath, [...NODE_FLAGS, SELF, '--serve', target], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        ...NODE_FLAGS,
+        ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+        SELF,
+        '--serve',
+        target,
+      ],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -273,6 +286,7 @@ async function main(): Promise<void> {
       connections: { type: 'string', default: '32' },
       only: { type: 'string', default: 'bare,durable,postgres,embedded' },
       'no-delivery-id': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'string' },
     },
   });
   if (values.serve) {
@@ -321,7 +335,10 @@ async function main(): Promise<void> {
         cleanup = dataDir.remove;
       }
       try {
-        const { child, port } = await startChild(target, env);
+        const profileDir = values['cpu-prof']
+          ? path.resolve(values['cpu-prof'], `${target}-round${round + 1}`)
+          : undefined;
+        const { child, port } = await startChild(target, env, profileDir);
         let figures: Figures;
         let warmupOk = 0;
         let start: DatabaseCounters | undefined;
@@ -369,6 +386,10 @@ async function main(): Promise<void> {
           costs.rows = (end.tupInserted - start.tupInserted) / delivered;
           costs.walBytes = Number(end.walBytes - start.walBytes) / delivered;
           costs.perCommit = delivered / (end.xactCommit - start.xactCommit);
+        }
+        if (profileDir) {
+          await mkdir(profileDir, { recursive: true });
+          await writeFile(path.join(profileDir, 'deliveries'), `${warmupOk + figures.ok}\n`);
         }
         roundResults.push({ ...figures, costs });
         console.log(`  round ${round + 1}, ${target}: done`);

@@ -9,7 +9,7 @@
  *    and the event-loop delay of the server and of each client group: the clients run in worker
  *    threads, PROBES of them (default 10) in a group of their own whose loop has little to do.
  * 2. The log: log_events seeded with ROWS rows (default 1,000,000) by one generate_series insert;
- *    then GET /log with each filter (htmx fragment) and the full page, p50/p95 over Q requests.
+ *    then GET /log with each filter (htmx fragment), q searches and the full page, p50/p95 over Q requests.
  *
  * The server runs in a child process (its own event loop), the clients in worker threads.
  * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --runs 1

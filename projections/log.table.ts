@@ -66,7 +66,7 @@ export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Prom
     .addColumn('received_at', 'timestamptz', (c) => c.notNull())
     .addColumn('disposition', 'text')
     .addColumn('search_text', 'text', (c) => c.notNull().defaultTo(''))
-    // Full text (measured against pg_trgm, bench/README.md "Search"): 'simple' splits words and
+    // Full text (measured against pg_trgm, bench/README.md "Search (`q`)"): 'simple' splits words and
     // folds case without stemming, so ids, event names and JSON values match as written.
     .addColumn('search', sql`tsvector`, (c) =>
       c
