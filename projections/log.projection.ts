@@ -6,6 +6,7 @@ import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
 import { logRetainedFrom } from './log.queries.ts';
 import { createLogTables, SEARCH_TEXT_MAX } from './log.table.ts';
+import { jsonbDisplaySafe, textSafe } from './pg-safe.ts';
 
 const decoder = new TextDecoder();
 
@@ -61,14 +62,15 @@ function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> 
       e.id,
       e.position,
       m.provider,
-      m.event_type ?? null,
+      // Text columns refuse NUL, which a body field (type, id) may hold: projections/pg-safe.ts.
+      textSafe(m.event_type ?? null),
       m.trust_mode,
       m.verified,
-      m.verify_detail ?? null,
-      m.external_id ?? null,
-      m.content_type ?? null,
-      m.source_ip ?? null,
-      JSON.stringify(m.headers ?? {}),
+      textSafe(m.verify_detail ?? null),
+      textSafe(m.external_id ?? null),
+      textSafe(m.content_type ?? null),
+      textSafe(m.source_ip ?? null),
+      jsonbDisplaySafe(m.headers ?? {}),
       e.data,
       e.data.byteLength,
       receivedAt,

@@ -4,11 +4,13 @@ import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
 import { type DrainEvent, TODO_EVENT_TYPES } from '../src/domain/todo/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
+import { jsonbSafe, textSafe } from './pg-safe.ts';
 import { createTodoTables, type TodosTable } from './todos.table.ts';
 
 export const todosProjection: Projection = {
   name: 'todos',
-  version: 2,
+  // 3: payload_json, the payload that jsonb refuses (a NUL character).
+  version: 3,
   tables: ['todos'],
   createTables: createTodoTables,
   handles: (e) => e.streamId.startsWith('todo-') && isOneOfTypes(TODO_EVENT_TYPES, e.type),
@@ -23,6 +25,7 @@ async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<v
     case 'TodoCreated': {
       const d = event.data;
       const at = new Date(d.created_at);
+      const payload = jsonbSafe(d.payload);
       await db
         .insertInto('todos')
         .values({
@@ -32,9 +35,10 @@ async function applyTodoEvent(db: Kysely<Database>, e: RecordedEvent): Promise<v
           operator: d.operator,
           queue: d.queue,
           kind: d.kind,
-          title: d.title,
-          payload: JSON.stringify(d.payload ?? null),
-          key: d.key,
+          title: textSafe(d.title),
+          payload: payload.jsonb,
+          payload_json: payload.bytes,
+          key: textSafe(d.key),
           state: 'pending',
           source: d.source,
           event_id: d.event_id,
@@ -117,7 +121,7 @@ async function applyDrainEvent(db: Kysely<Database>, event: DrainEvent): Promise
         lease_expires_at: null,
         ended_at: d.final ? new Date(d.failed_at) : null,
         attempts: d.attempt,
-        last_error: d.reason,
+        last_error: textSafe(d.reason),
       });
       return;
     }

@@ -1,15 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { tableExists } from './engine/tables.ts';
+import { jsonFromStored } from './pg-safe.ts';
 import type { TodoRow } from './todos.table.ts';
 
+/** A row with its payload as stored: from payload_json when jsonb could not hold it (a NUL). */
+function withPayload(row: TodoRow): TodoRow {
+  return row.payload_json ? { ...row, payload: jsonFromStored(row.payload, row.payload_json) } : row;
+}
+
 /** What the drain verbs, the lease expiry and the screens read. */
-export function findTodo(db: Kysely<Database>, id: string): Promise<TodoRow | undefined> {
-  return db.selectFrom('todos').selectAll().where('id', '=', id).executeTakeFirst();
+export async function findTodo(db: Kysely<Database>, id: string): Promise<TodoRow | undefined> {
+  const row = await db.selectFrom('todos').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && withPayload(row);
 }
 
 /** An endpoint's todos on one queue, oldest first (what list_todos shows). */
-export function listTodos(
+export async function listTodos(
   db: Kysely<Database>,
   filter: {
     readonly endpointId: string;
@@ -21,11 +28,12 @@ export function listTodos(
   let q = db.selectFrom('todos').selectAll().where('endpoint_id', '=', filter.endpointId);
   if (filter.queue) q = q.where('queue', '=', filter.queue);
   if (filter.states && filter.states.length > 0) q = q.where('state', 'in', [...filter.states]);
-  return q
+  const rows = await q
     .orderBy('created_at')
     .orderBy('id')
     .limit(filter.limit ?? 100)
     .execute();
+  return rows.map(withPayload);
 }
 
 export interface Candidate {

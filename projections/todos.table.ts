@@ -12,7 +12,10 @@ export interface TodosTable {
   queue: string;
   kind: string;
   title: string;
+  /** The payload as jsonb; null when it holds a NUL character (jsonb refuses one): see payload_json. */
   payload: ColumnType<unknown, string, string>;
+  /** The payload's JSON text when it holds a NUL character, else null (projections/pg-safe.ts). */
+  payload_json: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
   key: string | null;
   state: string;
   source: string;
@@ -50,6 +53,7 @@ export async function createTodoTables(db: Pick<Kysely<unknown>, 'schema'>): Pro
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('title', 'text', (c) => c.notNull())
     .addColumn('payload', 'jsonb', (c) => c.notNull())
+    .addColumn('payload_json', 'bytea')
     .addColumn('key', 'text')
     .addColumn('state', 'text', (c) => c.notNull())
     .addColumn('source', 'text', (c) => c.notNull())
