@@ -8,7 +8,7 @@ import type { Projection } from './engine/types.ts';
 
 export const endpointsProjection: Projection = {
   name: 'endpoints',
-  version: 1,
+  version: 2,
   tables: ['endpoints'],
   createTables: createEndpointTables,
   handles: (e) => e.streamId.startsWith('endpoint-') && isOneOfTypes(ENDPOINT_EVENT_TYPES, e.type),
@@ -39,11 +39,27 @@ async function applyEndpointEvent(db: Kysely<Database>, e: RecordedEvent): Promi
           expires_at: d.expires_at ? new Date(d.expires_at) : null,
           created_at: new Date(d.vended_at),
           revoked_at: null,
+          friend_id: d.friend_id ?? null,
+          accept_friend_requests: false,
         })
         .onConflict((oc) => oc.column('id').doNothing())
         .execute();
       return;
     }
+    case 'EndpointNarrowed':
+      await db
+        .updateTable('endpoints')
+        .set({ verbs: JSON.stringify(event.data.verbs) })
+        .where('id', '=', event.data.endpoint_id)
+        .execute();
+      return;
+    case 'EndpointFriendRequestsSet':
+      await db
+        .updateTable('endpoints')
+        .set({ accept_friend_requests: event.data.accept })
+        .where('id', '=', event.data.endpoint_id)
+        .execute();
+      return;
     case 'EndpointScopeChanged':
       await db
         .updateTable('endpoints')

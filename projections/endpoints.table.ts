@@ -19,6 +19,9 @@ export interface EndpointsTable {
   expires_at: ColumnType<Date | null, Date | null, Date | null>;
   created_at: ColumnType<Date, Date, Date>;
   revoked_at: ColumnType<Date | null, Date | null, Date | null>;
+  /** Release 0.5.0: the friend edge whose approval minted it. */
+  friend_id: ColumnType<string | null, string | null | undefined, string | null>;
+  accept_friend_requests: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface EndpointTables {
@@ -46,6 +49,8 @@ export async function createEndpointTables(db: Pick<Kysely<unknown>, 'schema'>):
     .addColumn('expires_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('revoked_at', 'timestamptz')
+    .addColumn('friend_id', 'text')
+    .addColumn('accept_friend_requests', 'boolean', (c) => c.notNull().defaultTo(false))
     .execute();
   await db.schema
     .createIndex('endpoints_operator_idx')

@@ -1,6 +1,7 @@
 import { agentsProjection } from './agents.projection.ts';
 import { endpointsProjection } from './endpoints.projection.ts';
 import type { Projection } from './engine/types.ts';
+import { friendsProjection } from './friends.projection.ts';
 import { logProjection } from './log.projection.ts';
 import { providersProjection } from './providers.projection.ts';
 import { quarantineProjection } from './quarantine.projection.ts'; // RULES (issue 7)
@@ -20,4 +21,5 @@ export const allProjections: Projection[] = [
   webhooksProjection,
   todosProjection,
   quarantineProjection, // RULES (issue 7)
+  friendsProjection,
 ];

@@ -2,8 +2,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
+import { createA2aRoutes } from './http/a2a/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createEventRoutes } from './http/api/events.ts';
+import { createFriendsRoutes } from './http/api/friends.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
@@ -91,12 +93,13 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     }),
   );
   await app.register(metricsPlugin(runtime)); // GET /metrics, to whom the screens are served
-  await app.register(createUi(runtime, live));
+  // Webhook signing secrets are sealed by a vend or create_webhook (MCP) and opened by the ingest
+  // route; a friend endpoint's bearer is sealed at approval until its requester collects it.
+  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
+  await app.register(createUi(runtime, live, { secretBox }));
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
-  // Webhook signing secrets are sealed by a vend or create_webhook (MCP) and opened by the ingest route.
-  const secretBox = createSecretBox({ secretKey: config.secretKey, dataDir: config.dataDir });
   await app.register(
     createApiRoutes({
       runtime,
@@ -108,11 +111,14 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(createQuarantineRoutes({ runtime, auth: operatorAuth })); // RULES (issue 7): /api/v1/quarantine
   await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
-  const mcp = createMcp(runtime, live.hub, { secretBox }); // MCP per endpoint, doorbell, lease expiry
-  await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
+  await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
+  await app.register(createA2aRoutes({ runtime, secretBox })); // /a2a/<slug>: Agent Card and friend requests
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
   const followUps = createFollowUps({ logger: runtime.logger });
   runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
+  // MCP per endpoint, doorbell, lease expiry; create_for hands todos over through the recorder.
+  const mcp = createMcp(runtime, live.hub, { secretBox, recorder: ingestion.recorder, followUps });
+  await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
   const receiver = createEndpointWebhookReceiver({
     store: runtime.store,
     clock: runtime.clock,

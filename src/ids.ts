@@ -11,7 +11,7 @@ export function randomBase32(length: number): string {
 }
 
 /** Prefixed opaque ids (design.md): never mistaken for a slug, which has no underscore. */
-export type IdPrefix = 'ag' | 'ep' | 'td' | 'wh';
+export type IdPrefix = 'ag' | 'ep' | 'td' | 'wh' | 'fr';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${randomBase32(20)}`;
 

@@ -3,6 +3,7 @@ import { registerAgents } from './commands/agents.ts';
 import { registerEndpoints } from './commands/endpoints.ts';
 import { registerEvents } from './commands/events.ts';
 import { registerForward } from './commands/forward.ts';
+import { registerFriends } from './commands/friends.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerLogout } from './commands/logout.ts';
 import { registerMigrate } from './commands/migrate.ts';
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerVersion(program);
   registerAgents(program);
   registerEndpoints(program);
+  registerFriends(program);
   registerTodos(program);
   registerProviders(program);
   registerEvents(program);

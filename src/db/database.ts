@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AgentTables } from '../../projections/agents.table.ts';
 import type { EndpointTables } from '../../projections/endpoints.table.ts';
+import type { FriendTables } from '../../projections/friends.table.ts';
 import type { LogTables } from '../../projections/log.table.ts';
 import type { ProviderTables } from '../../projections/providers.table.ts';
 import type { QuarantineTables } from '../../projections/quarantine.table.ts';
@@ -22,6 +23,7 @@ export interface Database
     WebhookTables,
     TodoTables,
     SettingsTables,
-    QuarantineTables {}
+    QuarantineTables,
+    FriendTables {}
 
 export type DB = Kysely<Database>;

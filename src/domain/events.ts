@@ -3,6 +3,7 @@ import { agentEvents, agentNameEvents } from './agent/events.ts';
 import { type DeliveryMetadata, deliveryMetadataSchema, reservationEvents } from './delivery/events.ts';
 import { doorbellEvents, endpointEvents, endpointSlugEvents } from './endpoint/events.ts';
 import { EventDecodeError } from './errors.ts';
+import { friendEvents } from './friend/events.ts';
 import { providerEvents } from './provider/events.ts';
 import { quarantineEvents } from './quarantine/events.ts';
 import { RetentionRan } from './retention/events.ts';
@@ -23,6 +24,7 @@ const schemas = [
   ...endpointEvents,
   ...endpointSlugEvents,
   ...doorbellEvents,
+  ...friendEvents,
   ...providerEvents,
   ...settingsEvents,
   ...todoEvents,

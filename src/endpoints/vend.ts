@@ -145,7 +145,7 @@ export async function vendEndpoint(deps: VendDeps, input: VendInput): Promise<Ve
 }
 
 /** kebab(name) + '-' + 6 base32 characters (30 bits); a taken slug draws again. */
-async function claimSlug(deps: CommandDeps, name: string, endpointId: string): Promise<string> {
+export async function claimSlug(deps: CommandDeps, name: string, endpointId: string): Promise<string> {
   const base = kebab(name);
   for (let attempt = 0; attempt < SLUG_ATTEMPTS; attempt++) {
     const slug = `${base}-${randomBase32(6)}`;

@@ -368,6 +368,14 @@ export async function createEventStoreDbStore(
       return START;
     },
 
+    // $all shows each commit as soon as it is made, in commit order: nothing is hidden.
+    async committedPosition() {
+      for await (const e of allAfter(BEFORE_ALL, BACKWARDS)) {
+        if (!isSystem(e)) return formatPosition(e.position);
+      }
+      return START;
+    },
+
     async streamInfo(streamId) {
       const [revision, { truncateBefore }] = await Promise.all([
         streamRevision(streamId),

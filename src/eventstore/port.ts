@@ -141,8 +141,19 @@ export interface EventStore {
    */
   subscribeAll(options?: SubscribeAllOptions): Observable<RecordedEvent>;
 
-  /** The position of the newest visible event, or START. */
+  /**
+   * The position of the newest visible event, or START: where a reader that must miss nothing
+   * starts to follow the log.
+   */
   headPosition(): Promise<Position>;
+
+  /**
+   * The position of the newest committed event, or START. On PostgreSQL it can be past
+   * `headPosition`: a commit stays hidden from readers while a transaction that began before it
+   * is still open (a projection's, another batch). Wait for it (read your writes: every commit
+   * so far, one's own included); never start to read after it, which would skip the hidden ones.
+   */
+  committedPosition(): Promise<Position>;
 
   streamInfo(streamId: string): Promise<StreamInfo>;
 

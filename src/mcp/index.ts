@@ -1,6 +1,8 @@
 import type { Observable } from 'rxjs';
 import type { RecordedEvent } from '../eventstore/port.ts';
+import type { FollowUps } from '../follow-up.ts';
 import { createMcpRoutes } from '../http/mcp.ts';
+import type { DeliveryRecorder } from '../ingest/recorder.ts';
 import type { Runtime } from '../runtime.ts';
 import { createDrain } from '../todos/drain.ts';
 import { startLeaseExpiry } from '../todos/lease-expiry.ts';
@@ -30,7 +32,11 @@ export function createMcp(
     'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger' | 'onClose' | 'rules' | 'replay' // RULES (issue 7)
   >,
   live: { readonly doorbells$: Observable<RecordedEvent> },
-  shared: { readonly secretBox: SecretBox },
+  shared: {
+    readonly secretBox: SecretBox;
+    readonly recorder: Pick<DeliveryRecorder, 'record'>;
+    readonly followUps: FollowUps;
+  },
   options: McpOptions = {},
 ) {
   const { config, store, clock, db, logger } = runtime;
@@ -40,7 +46,13 @@ export function createMcp(
     db,
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
   });
-  const services: McpServices = { runtime, drain, secretBox: shared.secretBox };
+  const services: McpServices = {
+    runtime,
+    drain,
+    secretBox: shared.secretBox,
+    recorder: shared.recorder,
+    followUps: shared.followUps,
+  };
   const sessions = createSessionRegistry();
 
   const doorbell = startDoorbell({ doorbells$: live.doorbells$, sessions, logger });

@@ -63,15 +63,18 @@ export function createSessionServer(deps: SessionServerDeps): Server {
 
   /**
    * Read your own write: a session's read after one of its writes (claim, then list_todos) waits,
-   * bounded, for the read models to pass the log's head as it stands at the read, so it sees the
-   * write. A late read model delays the read by at most the bound; it never fails it.
+   * bounded, for the read models to pass every commit made before the read, so it sees the write.
+   * That is the committed head, not the visible one: on PostgreSQL the write can stay hidden from
+   * readers behind an older open transaction (a projection's), and a wait for the visible head
+   * would return before any read model had it. A late read model delays the read by at most the
+   * bound; it never fails it.
    */
   const catchUp = async (sessionId: string | undefined): Promise<void> => {
     const session = sessionId ? sessions.get(sessionId) : undefined;
     if (!session?.wrote) return;
     session.wrote = false;
     const { store, projections, logger } = services.runtime;
-    const head = await store.headPosition();
+    const head = await store.committedPosition();
     await projections
       .waitFor(head, { timeoutMs: READ_YOUR_WRITES_MS })
       .catch((err: unknown) => logger.warn({ err, position: head }, 'mcp: read models lag behind a write'));

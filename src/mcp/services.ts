@@ -1,3 +1,5 @@
+import type { FollowUps } from '../follow-up.ts';
+import type { DeliveryRecorder } from '../ingest/recorder.ts';
 import type { Runtime } from '../runtime.ts';
 import type { Drain } from '../todos/drain.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
@@ -10,4 +12,7 @@ export interface McpServices {
   >;
   readonly drain: Drain;
   readonly secretBox: SecretBox;
+  /** create_for records its hand-off through the ingestion recorder, as an operator push does. */
+  readonly recorder: Pick<DeliveryRecorder, 'record'>;
+  readonly followUps: FollowUps;
 }

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CommandDeps, handleCommand, readAggregate } from '../commands/handle-command.ts';
+import type { ProviderFamily, TrustMode } from '../domain/delivery/events.ts';
+import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import {
   decideKey,
   decidePushTarget,
@@ -72,7 +74,42 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
   const endpointId = await resolveEndpointId(store, input.ref);
   if (!endpointId) throw new HooklineError('not_found', 'no endpoint of yours has that slug or id');
   const loaded = await loadEndpoint(store, endpointId);
-  const { endpoint, queue } = decidePushTarget(loaded.state, input.operator, input.queue, clock.now());
+  const target = decidePushTarget(loaded.state, input.operator, input.queue, clock.now());
+  return handOffTodo(deps, target, {
+    ...input,
+    via: {
+      provider: 'operator',
+      family: 'operator',
+      trustMode: 'operator',
+      verifyDetail: `pushed by ${input.human}`,
+      todoSource: 'operator',
+    },
+  });
+}
+
+/** Where a hand-off comes from: the operator (spec 4.13) or an agent across a friend edge (create_for). */
+export interface HandOffVia {
+  readonly provider: string;
+  readonly family: ProviderFamily;
+  readonly trustMode: TrustMode;
+  readonly verifyDetail: string;
+  /** The todo's `source`. */
+  readonly todoSource: string;
+}
+
+export type HandOffInput = Omit<PushInput, 'ref' | 'operator' | 'queue'> & { readonly via: HandOffVia };
+
+/**
+ * Mints one todo on a target already decided (endpoint active, queue in scope): the key first,
+ * then the durable hand-off delivery with the todo and the doorbell (spec 3).
+ */
+export async function handOffTodo(
+  deps: PushDeps,
+  target: { readonly endpoint: EndpointFacts; readonly queue: string },
+  input: HandOffInput,
+): Promise<Pushed> {
+  const { store, clock } = deps;
+  const { endpoint, queue } = target;
 
   const todoId = newId('td');
   const keyStream = input.key === null ? undefined : todoKeyStream(endpoint.id, input.key);
@@ -104,7 +141,7 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
       title: input.title,
       payload: input.payload,
       key: input.key,
-      source: 'operator',
+      source: input.via.todoSource,
       human: input.human,
     },
     facts: [],
@@ -120,11 +157,11 @@ export async function pushTodo(deps: PushDeps, input: PushInput): Promise<Pushed
     const recorded = await deps.recorder.record(
       {
         payload: body,
-        provider: 'operator',
-        family: 'operator',
-        trust_mode: 'operator',
+        provider: input.via.provider,
+        family: input.via.family,
+        trust_mode: input.via.trustMode,
         verified: true,
-        verify_detail: `pushed by ${input.human}`,
+        verify_detail: input.via.verifyDetail,
         event_type: 'todo.push',
         external_id: null,
         content_type: 'application/json',

@@ -194,6 +194,42 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(badScheme.stderr).toMatch(/HTTP 400/);
   });
 
+  it('friends: takes requests, asks, approves, hands the credential over once (the real binary)', async () => {
+    const a = JSON.parse((await hookline(['endpoints', 'vend', 'Friendly Bot', '--json'], env)).stdout);
+    const b = JSON.parse((await hookline(['endpoints', 'vend', 'Asking Bot', '--json'], env)).stdout);
+    const on = await hookline(['friends', 'accept', a.slug, 'on'], env);
+    expect(on.code, on.stderr).toBe(0);
+    expect(on.stdout).toContain(`/a2a/${a.slug}/.well-known/agent-card.json`);
+    const greedy = await hookline(['friends', 'ask', b.slug, a.slug, '--verb', 'create_webhook'], env);
+    expect(greedy.code).toBe(1);
+    expect(greedy.stderr).toMatch(/never be granted.*HTTP 400/);
+    const asked = JSON.parse(
+      (
+        await hookline(
+          ['friends', 'ask', b.slug, a.slug, '--verb', 'create_for', '--verb', 'claim_next', '--json'],
+          env,
+        )
+      ).stdout,
+    );
+    expect(asked.state).toBe('pending');
+    const approved = await hookline(['friends', 'approve', asked.id, '--verb', 'create_for'], env);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain('Grant        create_for');
+    const list = JSON.parse((await hookline(['friends', 'list', '--json'], env)).stdout);
+    expect(list.find((f: { id: string }) => f.id === asked.id)).toMatchObject({
+      state: 'approved',
+      credential: 'available',
+    });
+    const cred = await hookline(['friends', 'credential', asked.id], env);
+    expect(cred.code, cred.stderr).toBe(0);
+    expect(cred.stdout).toMatch(/Token {8}hlk_/);
+    const twice = await hookline(['friends', 'credential', asked.id], env);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toMatch(/HTTP 409/);
+    const revoked = await hookline(['friends', 'revoke', asked.id], env);
+    expect(revoked.stdout).toContain('revoked');
+  });
+
   it('explains failures and what to do next', async () => {
     const unknown = await hookline(['todos', 'push', 'no-such-endpoint-aaaaaa', 'hi'], env);
     expect(unknown.code).toBe(1);
@@ -337,6 +373,15 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ['providers', 'enable'],
       ['providers', 'disable'],
       ['events', 'tail'],
+      ['friends', 'list'],
+      ['friends', 'ask'],
+      ['friends', 'approve'],
+      ['friends', 'decline'],
+      ['friends', 'narrow'],
+      ['friends', 'revoke'],
+      ['friends', 'withdraw'],
+      ['friends', 'credential'],
+      ['friends', 'accept'],
     ];
     const runs = await Promise.all(commands.map((command) => hookline([...command, '--help'], env)));
     runs.forEach((run, i) => {

@@ -93,6 +93,28 @@ export function registerPostgresCases(ctx: SuiteContext): void {
     expect(ids(seen)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
   });
 
+  it('committedPosition covers a commit that an older open transaction still hides; headPosition stops before it', async () => {
+    // What a read-your-writes wait must aim at: waiting for headPosition returned before this
+    // commit reached any read model (issue: settled() answered without the second push's todo).
+    const { store, harness } = ctx;
+    const held = new pg.Client({ connectionString: harness.postgres!.url });
+    await held.connect();
+    try {
+      // An id for the open transaction (a projection's, another batch's), below the append's.
+      await held.query('begin');
+      await held.query('select pg_current_xact_id()');
+      const { position } = await store.append(uniqueStream('hidden'), [jsonEvent('Hidden', {})]);
+      expect(store.comparePositions(await store.headPosition(), position)).toBeLessThan(0);
+      expect(await store.committedPosition()).toBe(position);
+      await held.query('commit');
+    } finally {
+      await held.end();
+    }
+    const { position } = await store.append(uniqueStream('seen'), [jsonEvent('Seen', {})]);
+    expect(await store.headPosition()).toBe(position);
+    expect(await store.committedPosition()).toBe(position);
+  });
+
   it('a batch that waits for a stream held elsewhere still keeps every stream in revision order in $all', async () => {
     // $all is ordered by transaction id, given at a transaction's first write. A batch that wrote
     // one stream and then waited for another must not append that other stream's next revision

@@ -214,6 +214,8 @@ export function describeEventStoreConformance(target: ConformanceTarget): void {
       expect(store.comparePositions(a.position, b.position)).toBeLessThan(0);
       expect(store.comparePositions(b.position, a.position)).toBeGreaterThan(0);
       expect(store.comparePositions(b.position, b.position)).toBe(0);
+      // Committed is enough, visible or not: the append has returned.
+      expect(store.comparePositions(await store.committedPosition(), b.position)).toBeGreaterThanOrEqual(0);
       await visible(store, b.position);
       expect(store.comparePositions(await store.headPosition(), b.position)).toBeGreaterThanOrEqual(0);
       expect(await toArray(store.readAll({ after: await store.headPosition() }))).toEqual([]);

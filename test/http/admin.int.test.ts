@@ -38,7 +38,7 @@ describe('admin routes for the read models', () => {
   });
 
   it('GET /admin/projections answers the status of every projection', async () => {
-    await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+    await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
     const res = await fetch(`${base}/admin/projections`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as {

@@ -70,7 +70,7 @@ export async function startHookline(
       return Number(info.revision + 1n);
     },
     settle: async () => {
-      await runtime.projections.waitFor(await runtime.store.headPosition(), { timeoutMs: 20_000 });
+      await runtime.projections.waitFor(await runtime.store.committedPosition(), { timeoutMs: 20_000 });
     },
     close: async () => {
       await app.close();

@@ -99,6 +99,8 @@ describe.runIf(hasPg)('the doorbell rides the wake-up on commit, not the poll (P
             replayTargets: [],
             expiresAt: null,
             vendedAt: now,
+            friendId: null,
+            acceptFriendRequests: false,
           },
           queue: 'inbox',
           kind: 'webhook',

@@ -23,6 +23,8 @@ const probes: {
   fail: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE, reason: 'probe' }, expect: 'not_found' }),
   release: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
   heartbeat: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
+  create_for: () => ({ args: { friend_id: 'fr_aaaaaaaaaaaaaaaaaaaa', title: 'probe' }, expect: 'not_found' }),
+  list_friends: () => ({ args: {}, expect: 'ok' }),
   create_webhook: () => ({ args: { name: 'probe' }, expect: 'ok' }),
   list_webhooks: () => ({ args: {}, expect: 'ok' }),
   list_webhook_events: () => ({ args: {}, expect: 'ok' }),
@@ -121,7 +123,7 @@ describe('the verb catalog: what is vended is exactly what is served', () => {
 
   it('a vend naming a verb outside the catalog is refused with 400 naming it, and mints nothing', async () => {
     const before = await alice.call<unknown[]>('GET', '/endpoints');
-    for (const unknown of ['create_for', 'drop_tables']) {
+    for (const unknown of ['befriend_everyone', 'drop_tables']) {
       const res = await alice.call<{ detail: string; code: string }>('POST', '/endpoints', {
         name: 'catalog unknown',
         verbs: ['list_todos', unknown],

@@ -65,7 +65,7 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
       );
       ids.push(pushed.id);
     }
-    await runtime.projections.waitFor(await store.headPosition(), { timeoutMs: 60_000 });
+    await runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 60_000 });
 
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
     const drains = [createDrain({ store, clock, db }), createDrain({ store, clock, db })];

@@ -99,9 +99,12 @@ export async function push(
   );
 }
 
-/** Every read model has applied the whole log (bounded generously: the machine is shared). */
+/**
+ * Every read model has applied every commit so far (bounded generously: the machine is shared).
+ * The committed head: the visible one can stop before a push an older open transaction hides.
+ */
 export async function settled(server: TestServer): Promise<void> {
-  const head = await server.runtime.store.headPosition();
+  const head = await server.runtime.store.committedPosition();
   await server.runtime.projections.waitFor(head, { timeoutMs: 60_000 });
 }
 

@@ -24,7 +24,7 @@ async function logRows(runtime: Pick<Runtime, 'db'>) {
 }
 
 const settle = async (runtime: Pick<Runtime, 'store' | 'projections'>) =>
-  runtime.projections.waitFor(await runtime.store.headPosition(), { timeoutMs: 20_000 });
+  runtime.projections.waitFor(await runtime.store.committedPosition(), { timeoutMs: 20_000 });
 
 function suite(name: string, usePg: boolean) {
   describe.runIf(!usePg || hasPg)(name, () => {

@@ -59,6 +59,8 @@ describe.runIf(hasPg)('the hand-off of a delivery', () => {
       replayTargets: [],
       expiresAt: null,
       vendedAt: new Date(),
+      friendId: null,
+      acceptFriendRequests: false,
     };
     return {
       todo: {

@@ -1,4 +1,5 @@
 import { DomainError } from '../errors.ts';
+import { isGrantable } from '../friend/grant.ts';
 import { MAX_QUEUES, QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from '../queue.ts';
 import type { Decider } from '../shared.ts';
 import {
@@ -32,6 +33,27 @@ export interface VendEndpoint {
   readonly webhookId: string;
   readonly replayTargets: readonly string[];
   readonly expiresAt: Date | null;
+  /** Release 0.5.0: the friend edge approving which mints this endpoint; its verbs must be grantable. */
+  readonly friendId?: string;
+}
+
+/**
+ * Narrows the verb allowlist in place: the new verbs are a non-empty subset of the current ones.
+ * Nothing ever widens an endpoint's verbs after its vend.
+ */
+export interface NarrowEndpoint {
+  readonly type: 'NarrowEndpoint';
+  readonly operator: string;
+  readonly human: string;
+  readonly verbs: readonly string[];
+}
+
+/** Release 0.5.0: take friend requests for the endpoint (publish its Agent Card), or stop. */
+export interface SetFriendRequests {
+  readonly type: 'SetFriendRequests';
+  readonly operator: string;
+  readonly human: string;
+  readonly accept: boolean;
 }
 
 /**
@@ -61,7 +83,12 @@ export interface ChangeEndpointScope {
   readonly liveTodos: Readonly<Record<string, number>>;
 }
 
-export type EndpointCommand = VendEndpoint | ChangeEndpointScope | RevokeEndpoint;
+export type EndpointCommand =
+  | VendEndpoint
+  | ChangeEndpointScope
+  | NarrowEndpoint
+  | SetFriendRequests
+  | RevokeEndpoint;
 
 /** 1 to 16 distinct queue names, none of them `quarantine` (field: `queues`). */
 export function checkQueues(queues: readonly string[], field = 'queues'): void {
@@ -108,6 +135,14 @@ export function decideEndpoint(command: EndpointCommand, state: EndpointState, n
     case 'VendEndpoint': {
       if (state.status !== 'none') throw new DomainError('conflict', `endpoint ${command.endpointId} exists`);
       checkVendScope(command, now);
+      if (command.friendId !== undefined) {
+        const outside = command.verbs.filter((v) => !isGrantable(v));
+        if (outside.length > 0) {
+          throw new DomainError('bad_request', `a friend endpoint cannot hold ${outside.join(', ')}`, {
+            field: 'verbs',
+          });
+        }
+      }
       return [
         {
           type: 'EndpointVended',
@@ -125,6 +160,51 @@ export function decideEndpoint(command: EndpointCommand, state: EndpointState, n
             expires_at: command.expiresAt ? command.expiresAt.toISOString() : null,
             vended_by: command.human,
             vended_at: now.toISOString(),
+            ...(command.friendId !== undefined ? { friend_id: command.friendId } : {}),
+          },
+        },
+      ];
+    }
+    case 'NarrowEndpoint': {
+      if (state.status === 'none' || state.operator !== command.operator) {
+        throw new DomainError('not_found', 'no endpoint of yours has that slug or id');
+      }
+      if (state.status === 'revoked')
+        throw new DomainError('endpoint_revoked', `endpoint ${state.slug} is revoked`);
+      if (command.verbs.length === 0) {
+        throw new DomainError('bad_request', 'an endpoint must keep at least one verb', { field: 'verbs' });
+      }
+      const wider = command.verbs.filter((v) => !state.verbs.includes(v));
+      if (wider.length > 0) {
+        throw new DomainError('bad_request', `narrowing cannot add ${wider.join(', ')}`, { field: 'verbs' });
+      }
+      const verbs = state.verbs.filter((v) => command.verbs.includes(v));
+      if (verbs.length === state.verbs.length) return [];
+      return [
+        {
+          type: 'EndpointNarrowed',
+          data: { endpoint_id: state.id, verbs, narrowed_by: command.human, narrowed_at: now.toISOString() },
+        },
+      ];
+    }
+    case 'SetFriendRequests': {
+      if (state.status === 'none' || state.operator !== command.operator) {
+        throw new DomainError('not_found', 'no endpoint of yours has that slug or id');
+      }
+      if (state.status === 'revoked')
+        throw new DomainError('endpoint_revoked', `endpoint ${state.slug} is revoked`);
+      if (state.friendId !== null && command.accept) {
+        throw new DomainError('bad_request', 'a friend endpoint cannot take friend requests of its own');
+      }
+      if (state.acceptFriendRequests === command.accept) return [];
+      return [
+        {
+          type: 'EndpointFriendRequestsSet',
+          data: {
+            endpoint_id: state.id,
+            accept: command.accept,
+            set_by: command.human,
+            set_at: now.toISOString(),
           },
         },
       ];
@@ -157,6 +237,13 @@ function decideScopeChange(command: ChangeEndpointScope, state: EndpointState, n
   if (state.status === 'revoked') throw new DomainError('endpoint_revoked', 'the endpoint is revoked');
   if (command.queues === undefined && command.verbs === undefined) {
     throw new DomainError('bad_request', 'name queues, verbs or both');
+  }
+  if (state.friendId !== null) {
+    // Its queue and grant follow its friendship: narrow or revoke the friendship instead.
+    throw new DomainError(
+      'bad_request',
+      `endpoint ${state.slug} was minted by a friendship (${state.friendId}); narrow or revoke the friendship instead`,
+    );
   }
   const queues = command.queues ?? state.queues;
   checkQueues(queues);

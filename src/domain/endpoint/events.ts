@@ -32,12 +32,31 @@ export const EndpointVended = defineEvent(
     /** The signed-in human who vended it (the operator, or a forward-auth user). */
     vended_by: z.string(),
     vended_at: z.string(),
+    /** Release 0.5.0: set on an endpoint minted by approving a friend request (`fr_…`). */
+    friend_id: z.string().optional(),
+  }),
+);
+
+/** The verb allowlist narrowed in place (never widened): a friend endpoint's grant. */
+export const EndpointNarrowed = defineEvent(
+  'EndpointNarrowed',
+  z.object({
+    endpoint_id: z.string(),
+    verbs: z.array(z.string()),
+    narrowed_by: z.string(),
+    narrowed_at: z.string(),
   }),
 );
 
 export const EndpointRevoked = defineEvent(
   'EndpointRevoked',
   z.object({ endpoint_id: z.string(), revoked_by: z.string(), revoked_at: z.string() }),
+);
+
+/** Release 0.5.0: the owner lets the endpoint take friend requests (its A2A Agent Card is published), or not. */
+export const EndpointFriendRequestsSet = defineEvent(
+  'EndpointFriendRequestsSet',
+  z.object({ endpoint_id: z.string(), accept: z.boolean(), set_by: z.string(), set_at: z.string() }),
 );
 
 /**
@@ -76,7 +95,13 @@ export const DoorbellRung = defineEvent(
   }),
 );
 
-export const endpointEvents = [EndpointVended, EndpointScopeChanged, EndpointRevoked] as const;
+export const endpointEvents = [
+  EndpointVended,
+  EndpointNarrowed,
+  EndpointScopeChanged,
+  EndpointFriendRequestsSet,
+  EndpointRevoked,
+] as const;
 export const endpointSlugEvents = [EndpointSlugReserved] as const;
 export const doorbellEvents = [DoorbellRung] as const;
 

@@ -13,6 +13,10 @@ export interface EndpointFacts {
   readonly replayTargets: readonly string[];
   readonly expiresAt: Date | null;
   readonly vendedAt: Date;
+  /** The friend edge that minted it (release 0.5.0), else null. */
+  readonly friendId: string | null;
+  /** Whether the owner takes friend requests for it (off by default). */
+  readonly acceptFriendRequests: boolean;
 }
 
 export type EndpointState =
@@ -40,8 +44,16 @@ export function evolveEndpoint(state: EndpointState, event: EndpointEvent): Endp
         replayTargets: d.replay_targets,
         expiresAt: d.expires_at ? new Date(d.expires_at) : null,
         vendedAt: new Date(d.vended_at),
+        friendId: d.friend_id ?? null,
+        acceptFriendRequests: false,
       };
     }
+    case 'EndpointNarrowed':
+      if (state.status === 'none') return state;
+      return { ...state, verbs: event.data.verbs };
+    case 'EndpointFriendRequestsSet':
+      if (state.status === 'none') return state;
+      return { ...state, acceptFriendRequests: event.data.accept };
     case 'EndpointScopeChanged':
       if (state.status === 'none') return state;
       return { ...state, queues: event.data.queues, verbs: event.data.verbs };

@@ -29,6 +29,8 @@ export const VERB_GROUPS = {
     'add_webhook_route',
     'remove_webhook_route',
   ],
+  /** Release 0.5.0: hand a todo across an approved friendship, and list those friendships. */
+  friend: ['create_for', 'list_friends'],
 } as const;
 
 export type VerbGroup = keyof typeof VERB_GROUPS;
@@ -36,9 +38,10 @@ export type VerbGroup = keyof typeof VERB_GROUPS;
 export const DRAIN_VERBS = VERB_GROUPS.drain;
 export const WEBHOOK_VERBS = VERB_GROUPS.webhook;
 export const RULE_VERBS = VERB_GROUPS.rule;
+export const FRIEND_VERBS = VERB_GROUPS.friend;
 
 /** The whole catalog, in allowlist order. */
-export const ALL_VERBS = [...DRAIN_VERBS, ...WEBHOOK_VERBS, ...RULE_VERBS] as const;
+export const ALL_VERBS = [...DRAIN_VERBS, ...FRIEND_VERBS, ...WEBHOOK_VERBS, ...RULE_VERBS] as const;
 
 export type Verb = (typeof ALL_VERBS)[number];
 

@@ -157,6 +157,21 @@ export async function readHeadPosition(db: AnyDb): Promise<Position> {
   return row ? formatPosition(row.tx, row.gp) : START;
 }
 
+/**
+ * The newest committed event, visible to readers or not yet (port.ts, committedPosition). A read
+ * model that has applied it has applied every commit before this call, whichever transaction
+ * still hides it; readHeadPosition stops below the oldest open transaction and can miss them.
+ */
+export async function readCommittedPosition(db: AnyDb): Promise<Position> {
+  const { rows } = await sql<{ tx: string; gp: string }>`
+    select transaction_id::text as tx, global_position::text as gp
+    from es_events
+    order by transaction_id desc, global_position desc
+    limit 1`.execute(db);
+  const row = rows[0];
+  return row ? formatPosition(row.tx, row.gp) : START;
+}
+
 export interface StreamState {
   /** -1n: the stream has no events. */
   readonly revision: bigint;

@@ -24,6 +24,7 @@ import {
   defaultPage,
   isFullPage,
   readAllPage,
+  readCommittedPosition,
   readHeadPosition,
   readStreamLastPosition,
   readStreamPage,
@@ -263,6 +264,7 @@ export async function createSqlEventStore(
       ),
 
     headPosition: () => readHeadPosition(db),
+    committedPosition: () => readCommittedPosition(db),
 
     async streamInfo(streamId) {
       const state = await readStreamState(db, streamId);

@@ -146,7 +146,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
       const ref = RefParam.parse(request.params.ref);
       const body = UpdateEndpointIn.parse(request.body ?? undefined);
       // The live todos of a removed queue are counted in the todos read model: let it catch up.
-      await settle(await store.headPosition(), 'todos');
+      await settle(await store.committedPosition(), 'todos');
       const { state, position } = await changeEndpointScope(
         { store, clock, db },
         {

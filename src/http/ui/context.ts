@@ -33,6 +33,7 @@ export type Page =
   | 'agents'
   | 'todos'
   | 'webhooks'
+  | 'friends'
   | 'settings'
   | 'quarantine'
   | 'problem';

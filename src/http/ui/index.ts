@@ -2,6 +2,7 @@ import { listProviders, providerNames } from '../../../projections/providers.que
 import { getSettings } from '../../../projections/settings.queries.ts';
 import type { Live } from '../../live/index.ts';
 import type { Runtime } from '../../runtime.ts';
+import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { loadAssets } from './assets.ts';
 import { uiPlugin } from './plugin.ts';
 import { createViews } from './views.ts';
@@ -9,7 +10,7 @@ import { createViews } from './views.ts';
 export { uiPlugin } from './plugin.ts';
 
 /** The screens over a runtime and the process's live hub (one line in buildApp). */
-export function createUi(runtime: Runtime, live: Live) {
+export function createUi(runtime: Runtime, live: Live, shared: { readonly secretBox: SecretBox }) {
   const assets = loadAssets();
   return uiPlugin({
     config: runtime.config,
@@ -22,6 +23,7 @@ export function createUi(runtime: Runtime, live: Live) {
     providerNames: () => providerNames(runtime.config, runtime.db),
     views: createViews({ assets, version: runtime.config.version }),
     assets,
+    secretBox: shared.secretBox,
   });
 }
 

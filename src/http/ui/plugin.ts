@@ -4,7 +4,8 @@ import { registerForms } from '../forms.ts';
 import { refuseCrossSite } from '../same-origin.ts';
 import { registerAgentsPage } from './agents-page.ts';
 import { type Assets, registerAssetRoutes } from './assets.ts';
-import { layoutContext, type UiDeps } from './context.ts';
+import { layoutContext } from './context.ts';
+import { type FriendsPageDeps, registerFriendsPage } from './friends-page.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
@@ -18,7 +19,7 @@ import { registerWebhooksPages } from './webhooks-pages.ts';
  * Its routes live in one encapsulated context that refuses cross-site posts and parses form posts;
  * the security headers (CSP and friends) are set on every response by src/http/security-headers.ts.
  */
-export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
+export function uiPlugin(deps: FriendsPageDeps & { readonly assets: Assets }) {
   return fp(
     async (app: FastifyInstance) => {
       // A browser that lands on a problem (an unknown URL, an unknown event) sees it in the layout.
@@ -37,6 +38,7 @@ export function uiPlugin(deps: UiDeps & { readonly assets: Assets }) {
         registerAgentsPage(ui, deps);
         registerTodosPages(ui, deps);
         registerWebhooksPages(ui, deps);
+        registerFriendsPage(ui, deps);
       });
     },
     { name: 'hookline-ui', dependencies: ['hookline-errors'] },

@@ -4,10 +4,12 @@ import { addWebhookRule } from './add-webhook-rule.ts';
 import { claim } from './claim.ts';
 import { claimNext } from './claim-next.ts';
 import { complete } from './complete.ts';
+import { createFor } from './create-for.ts';
 import { createWebhook } from './create-webhook.ts';
 import { fail } from './fail.ts';
 import { getTodo } from './get-todo.ts';
 import { heartbeat } from './heartbeat.ts';
+import { listFriends } from './list-friends.ts';
 import { listTodos } from './list-todos.ts';
 import { listWebhookEvents } from './list-webhook-events.ts';
 import { listWebhookRoutes } from './list-webhook-routes.ts';
@@ -37,6 +39,8 @@ const toolCatalog: { readonly [V in Verb]: McpTool & { readonly name: V } } = {
   fail,
   release,
   heartbeat,
+  create_for: createFor,
+  list_friends: listFriends,
   create_webhook: createWebhook,
   list_webhooks: listWebhooks,
   list_webhook_events: listWebhookEvents,

@@ -71,6 +71,6 @@ export async function settled(server: {
     projections: { waitFor: (p: string, o?: { timeoutMs?: number }) => Promise<void> };
   };
 }) {
-  const head = await server.runtime.store.headPosition();
+  const head = await server.runtime.store.committedPosition();
   await server.runtime.projections.waitFor(head, { timeoutMs: 60_000 });
 }

@@ -22,7 +22,7 @@ describe('GET /log/rows', () => {
     const b = await sendCodehost(s.url, { n: 2 }, { event: 'issues' });
     const c = await sendCodehost(s.url, { n: 3 }, { event: 'push', headers: {} });
     // The position of the newest event-received: the rows wait for the log read model to have it.
-    const position = encodeURIComponent(await s.runtime.store.headPosition());
+    const position = encodeURIComponent(await s.runtime.store.committedPosition());
     const all = await rows(`after=${a.id}&limit=50&position=${position}`);
     expect(all.res.statusCode).toBe(200);
     expect(all.res.headers['content-type']).toMatch(/^text\/html/);
@@ -40,7 +40,7 @@ describe('GET /log/rows', () => {
   it('escapes what the delivery said and refuses a malformed view', async () => {
     const hostile = await sendCodehost(s.url, { n: 4 }, { event: '<img src=x onerror=alert(1)>' });
     // A position that is not one is ignored (no wait): let the read model have the delivery first.
-    await s.runtime.projections.waitFor(await s.runtime.store.headPosition(), { timeoutMs: 20_000 });
+    await s.runtime.projections.waitFor(await s.runtime.store.committedPosition(), { timeoutMs: 20_000 });
     const { res } = await rows(`after=${hostile.id - 1}&position=not-a-position`);
     expect(res.body).toContain('&lt;img src=x onerror=alert(1)&gt;');
     expect(res.body).not.toContain('<img src=x');

@@ -97,7 +97,7 @@ function retentionSuite(name: string, usePg: boolean) {
     });
 
     it('records each cycle for the settings screen', async () => {
-      const head = await s.runtime.store.headPosition();
+      const head = await s.runtime.store.committedPosition();
       await s.runtime.projections.waitFor(head, { timeoutMs: 10_000 });
       const runs = await listRetentionRuns(s.runtime.db, { limit: 10 });
       expect(runs.map((r) => r.removedEvents)).toEqual([0, 3, 4]);

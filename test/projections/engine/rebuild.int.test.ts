@@ -195,7 +195,7 @@ function suite(kind: 'embedded' | 'postgres') {
       options: fast,
     });
     await v1.start();
-    await v1.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+    await v1.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
     await v1.stop();
 
     const head = (await h.store.append('versioned-extra', [jsonEvent('Bumped', {})])).position;

@@ -95,7 +95,7 @@ function suite(kind: 'embedded' | 'postgres') {
       options: fast,
     });
     await runner.start();
-    await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+    await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
     await runner.stop();
     const checkpoint = (await readCheckpoint(h.sql.db, 'lagging'))!;
     await waitVisible(h, await appendMany(h, 25, 'lag'));
@@ -145,7 +145,7 @@ function suite(kind: 'embedded' | 'postgres') {
     });
     await runner.start();
     try {
-      await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+      await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
     } finally {
       await runner.stop();
     }
@@ -171,7 +171,7 @@ function suite(kind: 'embedded' | 'postgres') {
     });
     await runner.start();
     try {
-      await runner.waitFor(await h.store.headPosition(), { timeoutMs: 30_000 });
+      await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 30_000 });
       const results = await Promise.all(
         Array.from({ length: 200 }, (_, i) => h.store.append(`feed-${i % 9}`, [jsonEvent('Tested', { i })])),
       );
@@ -205,7 +205,7 @@ function suite(kind: 'embedded' | 'postgres') {
     await runner.start();
     let last = '';
     try {
-      await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+      await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
       last = await appendMany(h, 5, 'ignored');
       await runner.waitFor(last, { timeoutMs: 20_000 });
       const [status] = await runner.status();
@@ -231,7 +231,7 @@ function suite(kind: 'embedded' | 'postgres') {
       options: fast,
     });
     await runner.start();
-    await runner.waitFor(await h.store.headPosition(), { timeoutMs: 20_000 });
+    await runner.waitFor(await h.store.committedPosition(), { timeoutMs: 20_000 });
     await runner.stop();
     const before = (await readCheckpoint(h.sql.db, 'cas'))!;
     const rowsBefore = await appliedRows(h, 'cas_applied');

@@ -99,7 +99,7 @@ describe.runIf(hasPg)('standby writers on PostgreSQL', () => {
       appending = false;
       await appender;
     }
-    await runnerA.waitFor(await a.store.headPosition(), { timeoutMs: 30_000 });
+    await runnerA.waitFor(await a.store.committedPosition(), { timeoutMs: 30_000 });
     await runnerA.stop();
 
     const result = await audit(a);

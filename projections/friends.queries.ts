@@ -1,0 +1,48 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import type { FriendRow } from './friends.table.ts';
+
+/**
+ * The edges an operator may see: those whose approver endpoint they own (incoming) and those a
+ * local endpoint of theirs asked for (outgoing). Another operator's edges never appear.
+ */
+export function listFriendsOf(db: Kysely<Database>, operator: string): Promise<FriendRow[]> {
+  return db
+    .selectFrom('friends')
+    .selectAll()
+    .where((eb) => eb.or([eb('approver_operator', '=', operator), eb('requester_operator', '=', operator)]))
+    .orderBy('requested_at', 'desc')
+    .orderBy('id')
+    .execute();
+}
+
+/** One edge, if the operator may see it. */
+export function findFriendOf(
+  db: Kysely<Database>,
+  operator: string,
+  id: string,
+): Promise<FriendRow | undefined> {
+  return db
+    .selectFrom('friends')
+    .selectAll()
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('approver_operator', '=', operator), eb('requester_operator', '=', operator)]))
+    .executeTakeFirst();
+}
+
+/**
+ * list_friends: the approved edges an endpoint sits on, as the approver's endpoint or as the
+ * friend endpoint the approval minted.
+ */
+export function approvedEdgesOf(db: Kysely<Database>, endpointId: string): Promise<FriendRow[]> {
+  return db
+    .selectFrom('friends')
+    .selectAll()
+    .where('status', '=', 'approved')
+    .where((eb) =>
+      eb.or([eb('approver_endpoint_id', '=', endpointId), eb('friend_endpoint_id', '=', endpointId)]),
+    )
+    .orderBy('approved_at')
+    .orderBy('id')
+    .execute();
+}
