@@ -40,9 +40,16 @@ const LOG_COPY: CopySpec = {
     ['payload', 'bytea'],
     ['payload_size', 'int4'],
     ['received_at', 'timestamptz'],
+    ['endpoint_id', 'text'],
     ['search_text', 'text'],
   ],
 };
+
+/** The endpoint a routed delivery (endpoint webhook, hand-off) belongs to; null for the rest. */
+function endpointOf(route: Readonly<Record<string, unknown>> | undefined): string | null {
+  const id = route?.endpoint_id;
+  return typeof id === 'string' && id.length > 0 ? id : null;
+}
 
 function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> {
   for (const e of deliveries) {
@@ -65,6 +72,7 @@ function* logRows(deliveries: readonly RecordedEvent[]): Generator<CopyValue[]> 
       e.data,
       e.data.byteLength,
       receivedAt,
+      endpointOf(m.route),
       searchText(e.data),
     ];
   }
@@ -85,8 +93,10 @@ function retainedFrom(e: RecordedEvent): number {
 
 export const logProjection: Projection = {
   name: 'log',
-  // 2: retention applied by the projection itself (log_retention). 3: search_text and search (`q`).
-  version: 3,
+  // 2: retention applied by the projection itself (log_retention). 3: search_text and search
+  // (`q`). 4: endpoint_id, for the scope of list_events and GET /api/v1/events (issue 16 and
+  // issue 21a each took 3 on their branches).
+  version: 4,
   tables: ['log_events', 'log_retention'],
   createTables: createLogTables,
   handles: (e) =>

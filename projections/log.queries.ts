@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Kysely, type Selectable, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import type { IngestAck, TrustMode } from '../src/domain/delivery/events.ts';
 import { parseProviderName } from '../src/domain/provider/names.ts';
@@ -36,6 +36,52 @@ export interface EventDetail extends EventSummary {
   readonly disposition: string | null;
 }
 
+/**
+ * EventDetail as the API and MCP send it (spec 2.3): the payload as UTF-8 text when the bytes
+ * are UTF-8, else base64, and `encoding` says which; plus the disposition (release 0.4.0: where
+ * an endpoint webhook's rules sent it; null elsewhere).
+ */
+export interface EventDetailOut extends EventSummary {
+  readonly verify_detail: string | null;
+  readonly external_id: string | null;
+  readonly content_type: string | null;
+  readonly source_ip: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly payload: string;
+  readonly encoding: 'utf-8' | 'base64';
+  readonly disposition: string | null;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+export function eventDetailOut(e: EventDetail): EventDetailOut {
+  let payload: string;
+  let encoding: EventDetailOut['encoding'] = 'utf-8';
+  try {
+    payload = strictUtf8.decode(e.payload_bytes);
+  } catch {
+    payload = Buffer.from(e.payload_bytes).toString('base64');
+    encoding = 'base64';
+  }
+  return {
+    id: e.id,
+    provider: e.provider,
+    event_type: e.event_type,
+    trust_mode: e.trust_mode,
+    verified: e.verified,
+    payload_size: e.payload_size,
+    received_at: e.received_at,
+    verify_detail: e.verify_detail,
+    external_id: e.external_id,
+    content_type: e.content_type,
+    source_ip: e.source_ip,
+    headers: e.headers,
+    payload,
+    encoding,
+    disposition: e.disposition,
+  };
+}
+
 export interface LogFilters {
   readonly provider?: string | undefined;
   readonly event_type?: string | undefined;
@@ -51,6 +97,38 @@ export interface LogPage {
   readonly events: readonly EventSummary[];
   /** Opaque; pass back as `cursor` for the next (older) page, null on the last page. */
   readonly next_cursor: string | null;
+}
+
+/**
+ * Whose deliveries a reader may see. Everyone sees the instance receivers' (signed, generic,
+ * broker: no endpoint). An endpoint also sees its own webhooks' deliveries and its own
+ * hand-offs; an operator, those of every endpoint of theirs. Nobody else's (spec 1.1, 4.1).
+ * No scope: the whole log (the screens, which sit behind the instance's own authentication).
+ */
+export type EventScope =
+  | { readonly endpointId: string; readonly operator?: undefined }
+  | { readonly operator: string; readonly endpointId?: undefined };
+
+const INSTANCE_KINDS_SQL = sql<boolean>`(endpoint_id is null and provider not like 'webhook:%' and provider <> 'operator')`;
+
+function visibleTo<QB extends SelectQueryBuilder<Database, 'log_events', object>>(
+  q: QB,
+  scope: EventScope | undefined,
+): QB {
+  if (scope === undefined) return q;
+  if (scope.endpointId !== undefined) {
+    return q.where((eb) => eb.or([INSTANCE_KINDS_SQL, eb('endpoint_id', '=', scope.endpointId)])) as QB;
+  }
+  return q.where((eb) =>
+    eb.or([
+      INSTANCE_KINDS_SQL,
+      eb(
+        'endpoint_id',
+        'in',
+        eb.selectFrom('endpoints').select('endpoints.id').where('endpoints.operator', '=', scope.operator),
+      ),
+    ]),
+  ) as QB;
 }
 
 const invalid = (field: string, detail: string) => new HooklineError('invalid_filter', detail, { field });
@@ -99,11 +177,15 @@ export async function listEvents(
   filters: LogFilters,
   cursor?: string | undefined,
   limit?: number | string | undefined,
+  scope?: EventScope,
 ): Promise<LogPage> {
   const size = parseLimit(limit);
-  let q = db
-    .selectFrom('log_events')
-    .select(['id', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size', 'received_at']);
+  let q = visibleTo(
+    db
+      .selectFrom('log_events')
+      .select(['id', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size', 'received_at']),
+    scope,
+  );
   if (filters.provider !== undefined && filters.provider !== '') {
     if (!parseProviderName(filters.provider))
       throw invalid('provider', `not a provider name: ${filters.provider}`);
@@ -147,14 +229,17 @@ export async function listEvents(
   };
 }
 
-/** Spec 4.6; undefined when no event has that id (or the id is not an integer). */
+/** Spec 4.6; undefined when no event has that id (or the id is not an integer), or the scope does not see it. */
 export async function getEvent(
   db: Kysely<Database>,
   id: number | bigint | string,
+  scope?: EventScope,
 ): Promise<EventDetail | undefined> {
   const text = String(id);
   if (!/^[0-9]{1,18}$/.test(text)) return undefined;
-  const r = await db.selectFrom('log_events').selectAll().where('id', '=', BigInt(text)).executeTakeFirst();
+  const r = await visibleTo(db.selectFrom('log_events').selectAll(), scope)
+    .where('id', '=', BigInt(text))
+    .executeTakeFirst();
   if (!r) return undefined;
   const bytes = new Uint8Array(r.payload);
   return {

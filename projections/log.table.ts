@@ -23,6 +23,12 @@ export interface LogEventsTable {
   payload_size: number;
   received_at: ColumnType<Date, Date, Date>;
   disposition: string | null;
+  /**
+   * The endpoint a delivery belongs to: the owner of the webhook it came to, or the endpoint a
+   * hand-off was pushed to (the delivery's `route.endpoint_id`). Null for the instance receivers
+   * (signed, generic, broker), whose deliveries every endpoint may read.
+   */
+  endpoint_id: string | null;
   /** What `q` searches besides the event type: the payload as text, its first SEARCH_TEXT_MAX characters. */
   search_text: string;
   /** Generated: the full-text vector of the event type and search_text ('simple' configuration). */
@@ -65,6 +71,7 @@ export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Prom
     .addColumn('payload_size', 'integer', (c) => c.notNull())
     .addColumn('received_at', 'timestamptz', (c) => c.notNull())
     .addColumn('disposition', 'text')
+    .addColumn('endpoint_id', 'text')
     .addColumn('search_text', 'text', (c) => c.notNull().defaultTo(''))
     // Full text (measured against pg_trgm, bench/README.md "Search (`q`)"): 'simple' splits words and
     // folds case without stemming, so ids, event names and JSON values match as written.
@@ -90,6 +97,8 @@ export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Prom
     ['log_events_provider_idx', ['provider', 'received_at desc', 'id desc']],
     ['log_events_type_idx', ['event_type', 'received_at desc', 'id desc']],
     ['log_events_provider_type_idx', ['provider', 'event_type', 'received_at desc', 'id desc']],
+    // An endpoint's own deliveries (list_events, GET /api/v1/events).
+    ['log_events_endpoint_idx', ['endpoint_id', 'received_at desc', 'id desc']],
   ];
   for (const [name, columns] of indexes) {
     await db.schema.createIndex(name).ifNotExists().on('log_events').columns(columns).execute();

@@ -9,6 +9,8 @@ export const errorCatalog = {
   bad_request: { status: 400, title: 'Bad request' },
   invalid_body: { status: 400, title: 'Invalid request body' },
   invalid_filter: { status: 400, title: 'Invalid filter' },
+  /** MCP: a tool argument out of range or malformed where the tool answers it rather than the protocol. */
+  invalid_argument: { status: 400, title: 'Invalid argument' },
   missing_header: { status: 400, title: 'Missing required header' },
   unsupported_content_type: { status: 400, title: 'Unsupported content type' },
   invalid_signature: { status: 401, title: 'Signature verification failed' },

@@ -1,5 +1,5 @@
 import type { ProjectionRunner } from '../../projections/engine/types.ts';
-import { type EventDetail, getEvent } from '../../projections/log.queries.ts';
+import { type EventDetail, type EventScope, getEvent } from '../../projections/log.queries.ts';
 import type { DB } from '../db/database.ts';
 import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
 import { type EventStore, type Position, StreamNotFoundError } from '../eventstore/port.ts';
@@ -31,16 +31,18 @@ async function deliveryPosition(store: EventStore, id: string): Promise<Position
  * acknowledged a moment ago, or shown live, is in the log before its read model has applied it.
  * When the store holds the id, wait, bounded, for the log read model to pass it, then read again;
  * past the bound the wait rejects (`unavailable`, a 503), never a 404 for a delivery that exists.
- * An id the store does not hold (never given, or pruned by retention) is undefined at once.
+ * An id the store does not hold (never given, or pruned by retention) is undefined at once, and
+ * so is one outside `scope` once the log has it (log.queries.ts, EventScope).
  */
 export async function findLoggedDelivery(
   deps: LoggedDeliveryDeps,
   id: string,
+  scope?: EventScope,
 ): Promise<EventDetail | undefined> {
-  const found = await getEvent(deps.db, id);
+  const found = await getEvent(deps.db, id, scope);
   if (found) return found;
   const position = await deliveryPosition(deps.store, id);
   if (position === undefined) return undefined;
   await deps.projections.waitFor(position, { projection: 'log', timeoutMs: deps.waitMs ?? 2000 });
-  return getEvent(deps.db, id);
+  return getEvent(deps.db, id, scope);
 }

@@ -35,6 +35,16 @@ export function endpointOf(authInfo: AuthInfo | undefined): EndpointFacts {
   return endpoint;
 }
 
+/** The first problem of a tool's arguments, as the sentence its schema gives (with the field when it does not name it). */
+function argumentSentence(error: z.ZodError): string {
+  const first = error.issues[0];
+  if (!first) return 'The arguments are not valid.';
+  const field = first.path.join('.');
+  const message = field && !first.message.includes(field) ? `${field}: ${first.message}` : first.message;
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more problems)` : '';
+  return `${message}${more}`;
+}
+
 /** How long a read waits for the read models to pass the session's own writes. */
 const READ_YOUR_WRITES_MS = 2000;
 
@@ -107,6 +117,8 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
     const parsed = tool.input.safeParse(request.params.arguments ?? {});
     if (!parsed.success) {
+      if (tool.argumentErrors === 'result')
+        return failure('invalid_argument', argumentSentence(parsed.error));
       throw new McpError(
         ErrorCode.InvalidParams,
         `Invalid arguments for tool ${name}: ${z.prettifyError(parsed.error)}`,

@@ -34,6 +34,10 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
+/** The one JSON error object a failing command writes to stderr under --json. */
+const errorOf = (run: { stderr: string }) =>
+  (JSON.parse(run.stderr.trim()) as { error: { code: string; message: string; exit_code: number } }).error;
+
 /** `hookline login --no-open`, and Allow pressed in Chromium on the page it prints. */
 async function login(): Promise<void> {
   const child = start(['login', '--no-open'], env);
@@ -295,6 +299,57 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(line).toMatchObject({ provider: 'operator', trust_mode: 'operator', verified: true });
   });
 
+  it('lists and shows accepted events', async () => {
+    const vend = JSON.parse((await hookline(['endpoints', 'vend', 'Events Bot', '--json'], env)).stdout) as {
+      slug: string;
+    };
+    const push = await hookline(['todos', 'push', vend.slug, 'seen in the log', '--json'], env);
+    expect(push.code, push.stderr).toBe(0);
+    const eventId = (JSON.parse(push.stdout) as { event_id: number }).event_id;
+
+    const list = await hookline(
+      ['events', 'list', '--provider', 'operator', '--since', String(eventId), '--json'],
+      env,
+    );
+    expect(list.code, list.stderr).toBe(0);
+    const page = JSON.parse(list.stdout) as {
+      events: { id: number; provider: string }[];
+      next_cursor: unknown;
+    };
+    expect(page.events.map((e) => e.id)).toContain(eventId);
+    expect(page.events.every((e) => e.provider === 'operator')).toBe(true);
+
+    const table = await hookline(['events', 'list', '--limit', '1'], env);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/^ID\s+RECEIVED_AT\s+PROVIDER/);
+    expect(table.stdout).toContain('More: hookline events list --cursor ');
+    const cursor = /--cursor (\S+)/.exec(table.stdout)![1]!;
+    const next = await hookline(['events', 'list', '--limit', '1', '--cursor', cursor, '--json'], env);
+    expect(next.code, next.stderr).toBe(0);
+
+    const show = await hookline(['events', 'show', String(eventId), '--json'], env);
+    expect(show.code, show.stderr).toBe(0);
+    const detail = JSON.parse(show.stdout) as {
+      id: number;
+      payload: string;
+      encoding: string;
+      headers: object;
+    };
+    expect(detail).toMatchObject({ id: eventId, encoding: 'utf-8', headers: expect.any(Object) });
+    expect(JSON.parse(detail.payload)).toMatchObject({ title: 'seen in the log' });
+    const human = await hookline(['events', 'show', String(eventId)], env);
+    expect(human.stdout).toContain(`Event #${eventId}  operator  todo.push`);
+    expect(human.stdout).toContain('seen in the log');
+
+    const missing = await hookline(['events', 'show', '999999999', '--json'], env);
+    expect(missing.code).toBe(1);
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found' });
+    const bad = await hookline(['events', 'list', '--limit', '0', '--json'], env);
+    expect(bad.code).toBe(1);
+    expect(errorOf(bad)).toMatchObject({ code: 'invalid_filter' });
+    expect((await hookline(['events', 'show', 'abc'], env)).code).toBe(1);
+  });
+
   it('adds a generic provider and toggles it', async () => {
     const add = await hookline(['providers', 'add-generic', 'cli-registry', '--json'], env);
     expect(add.code, add.stderr).toBe(0);
@@ -342,9 +397,6 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(help.stdout.replace(/\s+/g, ' ')).toContain('(default: any free port)');
     expect(help.stdout).not.toContain('(default: 0)');
 
-    const errorOf = (run: { stderr: string }) =>
-      (JSON.parse(run.stderr.trim()) as { error: { code: string; message: string; exit_code: number } })
-        .error;
     const unreachable = await hookline(['whoami', '--json', '--url', 'http://127.0.0.1:9'], env);
     expect(unreachable.code).toBe(1);
     expect(errorOf(unreachable)).toMatchObject({ code: 'unreachable', exit_code: 1 });
@@ -373,6 +425,8 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ['providers', 'enable'],
       ['providers', 'disable'],
       ['events', 'tail'],
+      ['events', 'list'],
+      ['events', 'show'],
       ['friends', 'list'],
       ['friends', 'ask'],
       ['friends', 'approve'],

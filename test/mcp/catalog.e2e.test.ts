@@ -23,6 +23,8 @@ const probes: {
   fail: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE, reason: 'probe' }, expect: 'not_found' }),
   release: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
   heartbeat: () => ({ args: { todo_id: UNKNOWN_TODO, lease_id: LEASE }, expect: 'not_found' }),
+  list_events: () => ({ args: {}, expect: 'ok' }),
+  get_event: () => ({ args: { event_id: 999_999_999 }, expect: 'not_found' }),
   create_for: () => ({ args: { friend_id: 'fr_aaaaaaaaaaaaaaaaaaaa', title: 'probe' }, expect: 'not_found' }),
   list_friends: () => ({ args: {}, expect: 'ok' }),
   create_webhook: () => ({ args: { name: 'probe' }, expect: 'ok' }),

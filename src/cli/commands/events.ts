@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { followEvents } from '../client/follow.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
-import { warn } from '../client/output.ts';
+import { printJson, printTable, say, warn } from '../client/output.ts';
 
 interface EventSummary {
   id: number;
@@ -13,15 +13,96 @@ interface EventSummary {
   received_at: string;
 }
 
+interface EventPage {
+  events: EventSummary[];
+  next_cursor: string | null;
+}
+
+interface EventDetail extends EventSummary {
+  verify_detail: string | null;
+  external_id: string | null;
+  content_type: string | null;
+  source_ip: string | null;
+  headers: Record<string, string>;
+  payload: string;
+  encoding: 'utf-8' | 'base64';
+}
+
+const eventId = (raw: string) => {
+  if (!/^[0-9]{1,18}$/.test(raw) || Number(raw) < 1)
+    throw new InvalidArgumentError('an event id is a whole number');
+  return raw;
+};
+
 const positive = (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
   return n;
 };
 
-/** `hookline events tail`: the live log in the terminal, from GET /events (spec 4.4, 6). */
+/**
+ * `hookline events list|show` (GET /api/v1/events, /api/v1/events/{id}) and `hookline events
+ * tail`, the live log in the terminal, from GET /events (spec 4.4, 6).
+ */
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('the event log');
+
+  withUrl(events.command('list'))
+    .description(
+      'accepted deliveries you may read, newest first: the instance receivers’ and those of your endpoints (webhooks, hand-offs)',
+    )
+    .option('--provider <name>', 'only this provider (codehost, generic:<name>, webhook:<id>, operator, …)')
+    .option('--type <event_type>', 'only this event type (push, invoice.paid, …)')
+    .option('--since <when>', 'from this ISO-8601 date-time or event id on (inclusive)')
+    .option('--limit <n>', 'page size, 1 to 200 (default 50)')
+    .option('--cursor <cursor>', 'the next page: the cursor the previous page printed')
+    .option('--json', 'the page as JSON: { events: EventSummary[], next_cursor }')
+    .action(
+      async (
+        opts: { provider?: string; type?: string; since?: string; limit?: string; cursor?: string },
+        cmd: Command,
+      ) => {
+        const api = clientFor(cmd);
+        const query = new URLSearchParams();
+        if (opts.provider !== undefined) query.set('provider', opts.provider);
+        if (opts.type !== undefined) query.set('event_type', opts.type);
+        if (opts.since !== undefined) query.set('since', opts.since);
+        if (opts.limit !== undefined) query.set('limit', opts.limit);
+        if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
+        const qs = query.toString();
+        const page = await api.request<EventPage>('GET', `/api/v1/events${qs ? `?${qs}` : ''}`);
+        if (wantsJson(cmd)) return printJson(page);
+        if (page.events.length === 0) return say('No events.');
+        printTable(
+          page.events.map((e) => ({ ...e, verified: e.verified ? 'yes' : 'no' })),
+          ['id', 'received_at', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size'],
+        );
+        if (page.next_cursor) say(`More: hookline events list --cursor ${page.next_cursor}`);
+      },
+    );
+
+  withUrl(events.command('show'))
+    .description('one accepted delivery: its fields, sanitized headers and payload')
+    .argument('<id>', 'the event id', eventId)
+    .option('--json', 'the EventDetail as JSON')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const api = clientFor(cmd);
+      const e = await api.request<EventDetail>('GET', `/api/v1/events/${id}`, {
+        notFoundHint: 'list the ids you may read with `hookline events list`',
+      });
+      if (wantsJson(cmd)) return printJson(e);
+      say(`Event #${e.id}  ${e.provider}  ${e.event_type ?? '-'}`);
+      say(`  Received     ${e.received_at}`);
+      say(`  Trust        ${e.trust_mode}${e.verified ? ', verified' : ''} (${e.verify_detail ?? '-'})`);
+      say(`  External id  ${e.external_id ?? '-'}`);
+      say(`  Content type ${e.content_type ?? '-'}`);
+      say(`  Source IP    ${e.source_ip ?? '-'}`);
+      say(`  Size         ${e.payload_size} B`);
+      say('Headers:');
+      for (const [name, value] of Object.entries(e.headers)) say(`  ${name}: ${value}`);
+      say(e.encoding === 'base64' ? 'Payload (base64, not UTF-8):' : 'Payload:');
+      say(e.payload);
+    });
   withUrl(events.command('tail'))
     .description(
       'follow accepted deliveries live (one line each; --json: one JSON object per line); survives server restarts, resuming where it left off; Ctrl-C to stop',

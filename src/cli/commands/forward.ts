@@ -12,7 +12,9 @@ interface Delivery {
   event_type: string | null;
   content_type: string | null;
   headers: Record<string, string>;
-  payload_base64: string;
+  /** The body as received: UTF-8 text, or base64 (`encoding`). */
+  payload: string;
+  encoding: 'utf-8' | 'base64';
 }
 
 interface Forwarded {
@@ -107,7 +109,7 @@ export function registerForward(program: Command): void {
 
         const forward = async (d: Delivery): Promise<void> => {
           done.add(d.id);
-          const body = Buffer.from(d.payload_base64, 'base64');
+          const body = Buffer.from(d.payload, d.encoding === 'base64' ? 'base64' : 'utf8');
           const { headers } = forwardHeaders({
             provider: d.provider,
             contentType: d.content_type,

@@ -8,6 +8,8 @@
 export const VERB_GROUPS = {
   /** Draining the endpoint's queues. */
   drain: ['list_todos', 'get_todo', 'claim', 'claim_next', 'complete', 'fail', 'release', 'heartbeat'],
+  /** Reading the accepted events the endpoint may see (spec 1.1, 2.2, 2.3). */
+  event: ['list_events', 'get_event'],
   /** The endpoint's own webhooks (release 0.3.0; replay 0.4.0). */
   webhook: [
     'create_webhook',
@@ -36,12 +38,19 @@ export const VERB_GROUPS = {
 export type VerbGroup = keyof typeof VERB_GROUPS;
 
 export const DRAIN_VERBS = VERB_GROUPS.drain;
+export const EVENT_VERBS = VERB_GROUPS.event;
 export const WEBHOOK_VERBS = VERB_GROUPS.webhook;
 export const RULE_VERBS = VERB_GROUPS.rule;
 export const FRIEND_VERBS = VERB_GROUPS.friend;
 
 /** The whole catalog, in allowlist order. */
-export const ALL_VERBS = [...DRAIN_VERBS, ...FRIEND_VERBS, ...WEBHOOK_VERBS, ...RULE_VERBS] as const;
+export const ALL_VERBS = [
+  ...DRAIN_VERBS,
+  ...EVENT_VERBS,
+  ...FRIEND_VERBS,
+  ...WEBHOOK_VERBS,
+  ...RULE_VERBS,
+] as const;
 
 export type Verb = (typeof ALL_VERBS)[number];
 
@@ -55,7 +64,7 @@ export const normalizeVerbs = (verbs: readonly Verb[]): Verb[] => ALL_VERBS.filt
 
 /**
  * The catalog verbs among those an endpoint was vended with. Endpoints vended before a verb left
- * the catalog (`create_for` until the friends feature serves it) still hold it in their stream;
+ * the catalog still hold it in their stream;
  * what is shown and served is only what the catalog has.
  */
 export const servedVerbs = (verbs: readonly string[]): Verb[] => ALL_VERBS.filter((v) => verbs.includes(v));

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { findWebhook } from '../../../projections/webhooks.queries.ts';
+import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -13,13 +13,15 @@ export interface EventsApiDeps {
   readonly waitMs?: number;
 }
 
-const WEBHOOK_PROVIDER = /^webhook:(wh_[a-z2-7]{20})$/;
-
 /**
- * GET /api/v1/events/{id}: one delivery with its raw bytes (base64), content type and sanitized
- * headers, what `hookline forward` re-sends to a local app. Provider deliveries are the
- * instance's, as on the log screen; an endpoint webhook's belong to its owner, and any other
- * operator gets the same 404 as for an id that does not exist.
+ * The event log as an operator may read it: the instance receivers' deliveries (signed, generic,
+ * broker), and their own endpoints' (webhook deliveries, hand-offs); another operator's are
+ * neither listed nor shown (404, as for an id that does not exist). Same shapes as the MCP tools
+ * list_events and get_event (spec 2.2, 2.3).
+ *
+ * GET /api/v1/events: EventSummary rows with the filters, order and cursor of GET /log.
+ * GET /api/v1/events/{id}: EventDetail, the payload as UTF-8 text or base64 (`encoding`): what
+ * `hookline events show` prints and `hookline forward` re-sends to a local app, byte for byte.
  */
 export function createEventRoutes(deps: EventsApiDeps) {
   const { runtime, auth } = deps;
@@ -40,33 +42,40 @@ export function createEventRoutes(deps: EventsApiDeps) {
       }
     });
 
-    api.get<{ Params: { id: string } }>('/events/:id', async (request) => {
+    const operatorOf = (request: FastifyRequest): string => {
       const p = principals.get(request);
       if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
-      const { id } = request.params;
-      const notFound = () =>
-        new HooklineError('not_found', `no event with id ${/^[0-9]{1,20}$/.test(id) ? id : ''}`.trim());
-      const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id);
-      if (!event) throw notFound();
-      const webhook = WEBHOOK_PROVIDER.exec(event.provider);
-      if (webhook) {
-        const owner = (await findWebhook(runtime.db, webhook[1]!))?.operator;
-        if (owner !== p.operator) throw notFound();
-      }
-      return {
-        id: event.id,
-        provider: event.provider,
-        event_type: event.event_type,
-        trust_mode: event.trust_mode,
-        verified: event.verified,
-        payload_size: event.payload_size,
-        received_at: event.received_at,
-        external_id: event.external_id,
-        content_type: event.content_type,
-        headers: event.headers,
-        disposition: event.disposition,
-        payload_base64: Buffer.from(event.payload_bytes).toString('base64'),
+      return p.operator;
+    };
+
+    api.get('/events', async (request) => {
+      const operator = operatorOf(request);
+      const query = (request.query ?? {}) as Record<string, unknown>;
+      const once = (name: string): string | undefined => {
+        const value = query[name];
+        if (value === undefined || typeof value === 'string') return value;
+        throw new HooklineError('invalid_filter', `give ${name} once, as one value`, { field: name });
       };
+      return listEvents(
+        runtime.db,
+        { provider: once('provider'), event_type: once('event_type'), since: once('since') },
+        once('cursor'),
+        once('limit'),
+        { operator },
+      );
+    });
+
+    api.get<{ Params: { id: string } }>('/events/:id', async (request) => {
+      const operator = operatorOf(request);
+      const { id } = request.params;
+      const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+      if (!event) {
+        throw new HooklineError(
+          'not_found',
+          `no event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
+        );
+      }
+      return eventDetailOut(event);
     });
   };
 

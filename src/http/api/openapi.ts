@@ -14,6 +14,14 @@ const refParam = {
   schema: { type: 'string' },
 };
 
+const queryParam = (name: string, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: { type: 'string' },
+});
+
 /**
  * OpenAPI 3.1 for /api/v1, generated from the zod schemas the routes validate with (zod 4's
  * registry-wide `toJSONSchema`, so components reference each other by `$ref`).
@@ -146,27 +154,50 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
           },
         },
       },
+      '/events': {
+        get: {
+          operationId: 'listEvents',
+          summary:
+            'Accepted deliveries the operator may read (the instance receivers’, and their own endpoints’ webhooks and hand-offs), newest first',
+          parameters: [
+            queryParam(
+              'provider',
+              'codehost, payments, chat, generic:<name>, broker:<channel>, webhook:<id>, operator',
+            ),
+            queryParam('event_type', 'The provider-declared event type.'),
+            queryParam('since', 'Inclusive lower bound: an ISO-8601 date-time or an event id.'),
+            queryParam('cursor', 'The next_cursor of the previous page (opaque).'),
+            {
+              ...queryParam('limit', '1 to 200, default 50.'),
+              schema: { type: 'integer', minimum: 1, maximum: 200 },
+            },
+          ],
+          responses: {
+            200: { description: 'A page of EventSummary rows', content: json('EventPage') },
+            400: problem(
+              'A filter, the cursor or the limit is invalid (`invalid_filter`, naming the field).',
+            ),
+            401: unauthorized,
+          },
+        },
+      },
       '/events/{id}': {
         get: {
           operationId: 'getEvent',
-          summary: 'One delivery with its raw bytes (base64), content type and recorded headers',
+          summary: 'One accepted delivery with its sanitized headers and payload',
           parameters: [
             {
               name: 'id',
               in: 'path',
               required: true,
-              description: 'The event id (the delivery’s position in the log).',
-              schema: { type: 'string' },
+              description: 'The event id.',
+              schema: { type: 'integer' },
             },
           ],
           responses: {
-            200: {
-              description:
-                'EventSummary plus external_id, content_type, headers (credentials redacted), disposition and payload_base64',
-              content: { 'application/json': { schema: { type: 'object' } } },
-            },
+            200: { description: 'The event', content: json('EventDetail') },
             401: unauthorized,
-            404: problem('No such event, or an endpoint webhook’s delivery of another operator.'),
+            404: problem('No event the operator may read has that id (unknown and another’s alike).'),
             503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
           },
         },

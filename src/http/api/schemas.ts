@@ -180,6 +180,52 @@ export const PushTodoOut = z
   })
   .register(apiSchemas, { id: 'PushTodoOut' });
 
+const TRUST_MODE = z.enum(['signed', 'token', 'open', 'queue', 'operator']);
+
+export const EventSummary = z
+  .object({
+    id: z.number().int().describe('The event id.'),
+    provider: z
+      .string()
+      .describe('codehost, payments, chat, generic:<name>, broker:<channel>, webhook:<id> or operator'),
+    event_type: z.string().nullable(),
+    trust_mode: TRUST_MODE,
+    verified: z.boolean().describe('true only when a signature passed (or for an operator hand-off)'),
+    payload_size: z.number().int().describe('Raw body size in bytes.'),
+    received_at: dateTime,
+  })
+  .register(apiSchemas, { id: 'EventSummary', description: 'An accepted delivery, no payload or headers.' });
+
+export const EventPage = z
+  .object({
+    events: z.array(EventSummary).describe('Newest first: received_at, then id, descending.'),
+    next_cursor: z.string().nullable().describe('Pass back as `cursor` for the next page; null on the last.'),
+  })
+  .register(apiSchemas, { id: 'EventPage' });
+
+export const EventDetail = z
+  .object({
+    ...EventSummary.shape,
+    verify_detail: z.string().nullable(),
+    external_id: z.string().nullable(),
+    content_type: z.string().nullable(),
+    source_ip: z.string().nullable(),
+    headers: z
+      .record(z.string(), z.string())
+      .describe('Sanitized: signature, authorization and token values are `«redacted»`.'),
+    payload: z.string().describe('The body exactly as received, read as `encoding` says.'),
+    encoding: z
+      .enum(['utf-8', 'base64'])
+      .describe('utf-8 when the body is UTF-8 text, else base64 of its bytes.'),
+    disposition: z
+      .string()
+      .nullable()
+      .describe(
+        'Where the rules of an endpoint webhook sent it (routed, dropped, held, faulted); else null.',
+      ),
+  })
+  .register(apiSchemas, { id: 'EventDetail' });
+
 export const Me = z
   .object({
     operator: z.string().describe('The signed-in human; owner of agents and endpoints.'),

@@ -7,8 +7,10 @@ import { complete } from './complete.ts';
 import { createFor } from './create-for.ts';
 import { createWebhook } from './create-webhook.ts';
 import { fail } from './fail.ts';
+import { getEvent } from './get-event.ts';
 import { getTodo } from './get-todo.ts';
 import { heartbeat } from './heartbeat.ts';
+import { listEvents } from './list-events.ts';
 import { listFriends } from './list-friends.ts';
 import { listTodos } from './list-todos.ts';
 import { listWebhookEvents } from './list-webhook-events.ts';
@@ -39,6 +41,8 @@ const toolCatalog: { readonly [V in Verb]: McpTool & { readonly name: V } } = {
   fail,
   release,
   heartbeat,
+  list_events: listEvents,
+  get_event: getEvent,
   create_for: createFor,
   list_friends: listFriends,
   create_webhook: createWebhook,

@@ -22,6 +22,12 @@ export interface McpTool<S extends z.ZodObject = z.ZodObject> {
   readonly description: string;
   readonly input: S;
   readonly annotations: ToolAnnotations;
+  /**
+   * `result`: arguments that do not meet `input` are answered as an `invalid_argument` result
+   * carrying the schema's message (a sentence), not as a protocol error. For tools whose
+   * arguments are filters people type (list_events), where the spec asks for a named error.
+   */
+  readonly argumentErrors?: 'protocol' | 'result';
   run(ctx: ToolContext, args: z.infer<S>): Promise<CallToolResult>;
 }
 

@@ -24,7 +24,8 @@ type Delivery = {
   provider: string;
   content_type: string;
   headers: Record<string, string>;
-  payload_base64: string;
+  payload: string;
+  encoding: string;
 };
 
 describe('GET /api/v1/events/{id}', () => {
@@ -46,7 +47,8 @@ describe('GET /api/v1/events/{id}', () => {
 
     const mine = await alice.call<Delivery>('GET', `/events/${id}`);
     expect(mine.status, mine.text).toBe(200);
-    expect(Buffer.from(mine.body.payload_base64, 'base64').equals(bytes)).toBe(true);
+    expect(mine.body.encoding).toBe('utf-8');
+    expect(Buffer.from(mine.body.payload, 'utf8').equals(bytes)).toBe(true);
     expect(mine.body).toMatchObject({ id, content_type: 'application/json; charset=utf-8' });
     expect(mine.body.provider).toMatch(/^webhook:wh_/);
     expect(mine.body.headers['x-custom']).toBe('kept');
