@@ -5,6 +5,7 @@ import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { createAgentTables } from './agents.table.ts';
 import type { Projection } from './engine/types.ts';
+import { textSafe } from './pg-safe.ts';
 
 export const agentsProjection: Projection = {
   name: 'agents',
@@ -27,7 +28,7 @@ async function applyAgentEvent(db: Kysely<Database>, e: RecordedEvent): Promise<
           id: event.data.agent_id,
           operator: event.data.operator,
           name: event.data.name,
-          description: event.data.description,
+          description: textSafe(event.data.description),
           created_at: new Date(event.data.registered_at),
         })
         .onConflict((oc) => oc.column('id').doNothing())

@@ -6,6 +6,7 @@ import { friendIdOfSource } from '../src/domain/friend/grant.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
 import { createFriendTables, type FriendsTable } from './friends.table.ts';
+import { textSafe } from './pg-safe.ts';
 
 /** The read model `friends`: the edges, and the last todo each carried (a TodoCreated from create_for). */
 export const friendsProjection: Projection = {
@@ -49,14 +50,14 @@ async function applyFriendEvent(db: Kysely<Database>, e: RecordedEvent): Promise
           approver_slug: d.approver_slug,
           approver_operator: d.approver_operator,
           requester_name: d.requester.name,
-          requester_description: d.requester.description,
+          requester_description: textSafe(d.requester.description),
           requester_card_url: d.requester.card_url,
           requester_endpoint_id: d.requester.endpoint_id,
           requester_operator: d.requester.operator,
           requested_verbs: JSON.stringify(d.requested_verbs),
           granted_verbs: null,
           queue: d.queue,
-          message: d.message,
+          message: textSafe(d.message),
           via: d.via,
           friend_endpoint_id: null,
           friend_slug: null,

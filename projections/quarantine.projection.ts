@@ -3,6 +3,7 @@ import type { Database } from '../src/db/database.ts';
 import { decodeEvent } from '../src/domain/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
+import { textSafe } from './pg-safe.ts';
 import { createQuarantineTables } from './quarantine.table.ts';
 
 export const quarantineProjection: Projection = {
@@ -32,8 +33,8 @@ async function applyOne(db: Kysely<Database>, e: RecordedEvent): Promise<void> {
         endpoint_id: d.endpoint_id,
         operator: d.operator,
         disposition: d.disposition,
-        reason: d.reason,
-        message: d.message,
+        reason: textSafe(d.reason),
+        message: textSafe(d.message),
         rule_id: d.rule?.id ?? null,
         rule_index: d.rule?.index ?? null,
         rules_version: d.rules_version,

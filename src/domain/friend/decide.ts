@@ -97,6 +97,9 @@ function text(value: string | null, field: string, max: number, oneLine: boolean
   if (value === null) return;
   if (value.length > max)
     throw new DomainError('bad_request', `${field} must be at most ${max} characters`, { field });
+  // PostgreSQL text refuses NUL; a multi-line text may hold other control characters.
+  if (value.includes('\u0000'))
+    throw new DomainError('bad_request', `${field} must not contain a NUL character`, { field });
   if (oneLine && !ONE_LINE.test(value)) {
     throw new DomainError('bad_request', `${field} must be one line without control characters`, { field });
   }

@@ -102,6 +102,24 @@ describe('a friend request', () => {
       })
       .thenThrows('bad_request', /itself/);
   });
+
+  it('refuses a NUL character in its multi-line description or message (PostgreSQL text refuses it)', () => {
+    spec
+      .given()
+      .when({ ...request, message: 'hi\u0000there' })
+      .thenThrows('bad_request', /message must not contain a NUL/);
+    spec
+      .given()
+      .when({ ...request, requester: { ...request.requester, description: 'x\u0000' } })
+      .thenThrows('bad_request', /description must not contain a NUL/);
+    // Other control characters stay allowed there.
+    expect(
+      spec
+        .given()
+        .when({ ...request, message: 'line one\nline two\ttab' })
+        .events(),
+    ).toHaveLength(1);
+  });
 });
 
 describe('approval', () => {
