@@ -58,4 +58,19 @@ describe('rule list limits', () => {
       { rule: { id: 'r50', index: 50 }, message: 'a webhook has at most 50 rules' },
     ]);
   });
+
+  it('refuses a NUL character in a rule id or source (the read model cannot store it)', () => {
+    const rules = [
+      { id: 'ok', source: '() => ({ queue: "\\0" })' },
+      { id: 'bad\u0000id', source: '() => undefined' },
+      { id: 'src', source: '() => "\u0000"' },
+    ];
+    expect(structuralProblems(rules)).toEqual([
+      {
+        rule: { id: 'bad\u0000id', index: 1 },
+        message: 'a rule id or source must not contain a NUL character',
+      },
+      { rule: { id: 'src', index: 2 }, message: 'a rule id or source must not contain a NUL character' },
+    ]);
+  });
 });

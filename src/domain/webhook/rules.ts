@@ -76,6 +76,9 @@ export function structuralProblems(rules: readonly RuleSource[]): CompileProblem
       problems.push({ rule: ref, message: `rule id ${JSON.stringify(id)} appears twice in the list` });
     } else if (typeof rule.source !== 'string' || rule.source.trim().length === 0) {
       problems.push({ rule: ref, message: 'the rule source is empty' });
+    } else if (id.includes('\u0000') || rule.source.includes('\u0000')) {
+      // PostgreSQL refuses NUL in the webhooks read model's jsonb; a rule writes "\0" instead.
+      problems.push({ rule: ref, message: 'a rule id or source must not contain a NUL character' });
     } else if (rule.source.length > RULE_LIMITS.maxSourceLength) {
       problems.push({
         rule: ref,
