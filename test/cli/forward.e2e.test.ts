@@ -131,29 +131,46 @@ describe.runIf(hasChromium)('hookline forward', () => {
     const receiver = startReceiver(secret);
     const to = await receiver.listening;
     const child = start(['forward', '--to', to, '--json', ...args], env);
+    // Everything the child writes is kept from its start: a line printed before the test looks
+    // (the replayed delivery can come before the live part begins) must not be missed.
+    const seen = { stdout: '', stderr: '' };
+    const waiters = new Set<() => void>();
+    for (const name of ['stdout', 'stderr'] as const) {
+      child[name]?.on('data', (d: Buffer) => {
+        seen[name] += d.toString();
+        for (const w of waiters) w();
+      });
+    }
+    const until = <T>(what: string, test: () => T | undefined): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
+        const check = () => {
+          const v = test();
+          if (v === undefined) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(v);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no ${what} within 30 s; stdout: ${seen.stdout}; stderr: ${seen.stderr}`));
+        }, 30_000);
+        waiters.add(check);
+        check();
+      });
     const run = finished(child);
     try {
-      const [, printed] = await waitForOutput(
-        child,
-        'stderr',
-        /Signing secret for your local app: (whsec_\S+)/,
+      const printed = await until(
+        'signing secret',
+        () => seen.stderr.match(/Signing secret for your local app: (whsec_\S+)/)?.[1],
       );
-      resolveSecret(printed!);
-      await waitForOutput(child, 'stderr', /Following /);
+      resolveSecret(printed);
+      await until('"Following"', () => (/Following /.test(seen.stderr) ? true : undefined));
       await during();
-      const lines = await new Promise<Record<string, unknown>[]>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`fewer than ${count} lines: ${out}`)), 30_000);
-        child.stdout?.on('data', (d: Buffer) => {
-          out += d.toString();
-          const all = out.split('\n').filter(Boolean);
-          if (all.length >= count) {
-            clearTimeout(timer);
-            resolve(all.map((l) => JSON.parse(l) as Record<string, unknown>));
-          }
-        });
+      const lines = await until(`${count} lines`, () => {
+        const all = seen.stdout.split('\n').filter(Boolean);
+        return all.length >= count ? all.map((l) => JSON.parse(l) as Record<string, unknown>) : undefined;
       });
-      return { lines, received: receiver.received, secret: printed! };
+      return { lines, received: receiver.received, secret: printed };
     } finally {
       child.kill('SIGINT');
       const ended = await run;
