@@ -19,9 +19,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -29,6 +27,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import autocannon from 'autocannon';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -363,9 +362,9 @@ async function main(): Promise<void> {
       env.DATABASE_URL = database.url;
       cleanup = database.drop;
     } else {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-bench-'));
-      env.HOOKLINE_DATA_DIR = dir;
-      cleanup = () => rm(dir, { recursive: true, force: true });
+      const scratch = await scratchDataDir('agent');
+      env.HOOKLINE_DATA_DIR = scratch.dir;
+      cleanup = scratch.remove;
     }
     try {
       const { child, ready } = await startChild(env);
