@@ -257,6 +257,29 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
     }
   });
 
+  it('the Replay form refuses a cross-site post and a missing target, and sends nothing', async () => {
+    const sent = target.seen.length;
+    const before = (await listReplayAttempts(server.runtime.db, codehostId)).length;
+    const form = (fields: Record<string, string>, headers: Record<string, string>) =>
+      fetch(`${server.url}/log/${codehostId}/replay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(fields).toString(),
+      });
+    const crossSite = await form(
+      { target_url: `${target.origin()}/csrf` },
+      { 'sec-fetch-site': 'cross-site' },
+    );
+    expect(crossSite.status).toBe(403);
+    expect(((await crossSite.json()) as { code: string }).code).toBe('cross_site');
+    const empty = await form({ target_url: ' ' }, { 'sec-fetch-site': 'same-origin' });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ code: 'invalid_body', field: 'target_url' });
+    expect(target.seen.length).toBe(sent);
+    await settled(server);
+    expect(await listReplayAttempts(server.runtime.db, codehostId)).toHaveLength(before);
+  });
+
   it('a rebuild of the replays read model gives the same attempts', async () => {
     await settled(server);
     const before = await listReplayAttempts(server.runtime.db, codehostId);
