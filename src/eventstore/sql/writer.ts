@@ -1,5 +1,10 @@
 import { sql } from 'kysely';
-import { appendBatchSize } from '../../metrics/instruments.ts';
+import {
+  appendBatchSize,
+  appendCommitSeconds,
+  appendConnectSeconds,
+  appendQueueSeconds,
+} from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
@@ -42,6 +47,8 @@ interface PendingAppend {
   readonly parts: readonly StreamWrite[];
   readonly bytes: number;
   readonly eventCount: number;
+  /** performance.now() when it was queued. */
+  readonly queuedAt: number;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -137,6 +144,8 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       events += p.eventCount;
     }
     queue = rest;
+    const now = performance.now();
+    for (const p of batch) appendQueueSeconds.observe((now - p.queuedAt) / 1000);
     return batch;
   }
 
@@ -231,7 +240,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       for (const e of w.events) bytes += e.data.byteLength + (e.metadata?.byteLength ?? 0);
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      queue.push({ parts, bytes, eventCount, resolve, reject });
+      queue.push({ parts, bytes, eventCount, queuedAt: performance.now(), resolve, reject });
       schedule();
     });
   }
@@ -317,7 +326,7 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       }
     }
   });
-  const { rows } = await sql<{
+  const query = sql<{
     ok: boolean;
     conflict: boolean;
     revision: string;
@@ -331,7 +340,16 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       ${data.bytes()}::bytea, ${data.offsets}::int[], ${data.lengths}::int[],
       ${metadata.bytes()}::bytea, ${metadata.offsets}::int[], ${metadata.lengths}::int[],
       ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text,
-      ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[])`.execute(options.db);
+      ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[])`;
+  // The connection is taken first, so that the wait for it and the call are timed apart.
+  const asked = performance.now();
+  const { rows } = await options.db.connection().execute(async (connection) => {
+    const connected = performance.now();
+    appendConnectSeconds.observe((connected - asked) / 1000);
+    const result = await query.execute(connection);
+    appendCommitSeconds.observe((performance.now() - connected) / 1000);
+    return result;
+  });
   if (rows.length !== appends.stream.length)
     throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
   let row = 0;
