@@ -67,6 +67,8 @@ export interface RecordedEvent {
   readonly metadata: Uint8Array | null;
   readonly contentType: ContentType;
   readonly createdAt: Date;
+  /** The event's unique key (EventData.uniqueKey), on a store with unique keys; else absent or null. */
+  readonly uniqueKey?: string | null;
 }
 
 export interface AppendOptions {

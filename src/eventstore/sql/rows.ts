@@ -19,6 +19,7 @@ export interface EventRow {
   readonly metadata: Buffer | null;
   readonly size: number;
   readonly created_at: Date;
+  readonly unique_key: string | null;
 }
 
 /**
@@ -33,7 +34,7 @@ export interface TextEventRow extends Omit<EventRow, 'data' | 'metadata'> {
 
 export const eventColumns = sql`transaction_id::text as tx, global_position::text as gp, stream_id,
   revision::text as revision, event_id::text as event_id, event_type, content_type,
-  encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at`;
+  encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at, unique_key`;
 
 /** Bytes a row weighs, for the page bound: octet_length reads a TOASTed value's size without fetching it. */
 export const ROW_BYTES = '(octet_length(data) + coalesce(octet_length(metadata), 0))';
@@ -61,5 +62,6 @@ export function toRecordedEvent(row: EventRow): RecordedEvent {
     metadata: row.metadata,
     contentType: row.content_type as ContentType,
     createdAt: row.created_at,
+    uniqueKey: row.unique_key,
   };
 }
