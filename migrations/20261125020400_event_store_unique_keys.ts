@@ -20,8 +20,10 @@ import { type Kysely, sql } from 'kysely';
  * Holding the stream locks, the function reads the keys held with two index lookups; a key is
  * only written by a batch that holds its event's stream (a delivery's: `deliveries`), so the read
  * sees every commit that matters; two batches of different streams claiming one key meet in the
- * unique index, which fails the later one whole, and the writer then retries its appends one by
- * one. The rest is the fifth version unchanged.
+ * unique index, which fails the later one whole once the first commits, and the writer runs that
+ * batch again (its read then sees the key held). The keys are the last parameter, with a default
+ * (none), so a call of the fifth version's form still works. The rest is the fifth version
+ * unchanged.
  */
 // biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and never see app types
 type AnyDb = Kysely<any>;
@@ -47,7 +49,7 @@ export async function up(db: AnyDb): Promise<void> {
       e_metadata bytea, e_metadata_off int[], e_metadata_len int[],
       notify_channel text, notify_payload text,
       e_stamp_part int[], e_stamp_add int[], e_stamp_off int[],
-      e_unique_keys text[]
+      e_unique_keys text[] default null
     ) returns table (ok boolean, conflict boolean, revision bigint, transaction_id text, global_position text,
       duplicate_key text, holder_stream text, holder_revision bigint)
     language plpgsql

@@ -3,8 +3,8 @@ import { appendBatchSize } from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
-  type ExpectedRevision,
   DuplicateKeyError,
+  type ExpectedRevision,
   StoreUnavailableError,
   WrongExpectedVersionError,
 } from '../port.ts';
