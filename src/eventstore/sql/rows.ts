@@ -51,7 +51,22 @@ export function fromTextRow(row: TextEventRow): EventRow {
   };
 }
 
+/**
+ * One RecordedEvent per row: the live tail hands one page of rows to every subscription of the
+ * process, and each then hands on the same object, so what a reader derives from an event (its
+ * decoded form, src/domain/events.ts) is derived once for all of them.
+ */
+const recorded = new WeakMap<EventRow, RecordedEvent>();
+
 export function toRecordedEvent(row: EventRow): RecordedEvent {
+  const seen = recorded.get(row);
+  if (seen) return seen;
+  const event = newRecordedEvent(row);
+  recorded.set(row, event);
+  return event;
+}
+
+function newRecordedEvent(row: EventRow): RecordedEvent {
   return {
     id: row.event_id,
     streamId: row.stream_id,
