@@ -6,6 +6,7 @@ import { EventDecodeError } from './errors.ts';
 import { friendEvents } from './friend/events.ts';
 import { providerEvents } from './provider/events.ts';
 import { quarantineEvents } from './quarantine/events.ts';
+import { replayEvents } from './replay/events.ts';
 import { RetentionRan } from './retention/events.ts';
 import { settingsEvents } from './settings/events.ts';
 import type { EventSchema } from './shared.ts';
@@ -32,6 +33,7 @@ const schemas = [
   ...webhookEvents,
   ...dispositionEvents,
   ...quarantineEvents,
+  ...replayEvents,
   ...reservationEvents,
   RetentionRan,
 ] as const;
