@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { findDeliveryPayload } from '../../../projections/log.queries.ts';
 import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
+import { deliveryToReplay } from '../../deliveries/read.ts';
 import { HooklineError } from '../../errors.ts';
 import { failure, ok } from '../result.ts';
 import { defineTool } from './types.ts';
@@ -17,7 +17,7 @@ export const replayWebhookEvent = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   async run(ctx, args) {
     const { db, replay } = ctx.services.runtime;
-    const row = await findDeliveryPayload(db, args.event_id);
+    const row = await deliveryToReplay(ctx.services.runtime, args.event_id);
     const owned = (await listWebhooksOfEndpoint(db, ctx.endpoint.id)).map((w) => `webhook:${w.id}`);
     if (!row || !owned.includes(row.provider)) {
       throw new HooklineError('not_found', "no retained delivery of this endpoint's webhooks has that id");
