@@ -34,6 +34,10 @@ const eventId = (raw: string) => {
   return raw;
 };
 
+/** A value as one POSIX shell word (the "More:" line is meant to be pasted). */
+const shellWord = (value: string) =>
+  /^[A-Za-z0-9_.,:/@%+=-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
+
 const positive = (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
@@ -54,12 +58,23 @@ export function registerEvents(program: Command): void {
     .option('--provider <name>', 'only this provider (codehost, generic:<name>, webhook:<id>, operator, …)')
     .option('--type <event_type>', 'only this event type (push, invoice.paid, …)')
     .option('--since <when>', 'from this ISO-8601 date-time or event id on (inclusive)')
+    .option(
+      '--q <text>',
+      'full text over payloads and event types: words (all must match), "a phrase", -word, or',
+    )
     .option('--limit <n>', 'page size, 1 to 200 (default 50)')
     .option('--cursor <cursor>', 'the next page: the cursor the previous page printed')
     .option('--json', 'the page as JSON: { events: EventSummary[], next_cursor }')
     .action(
       async (
-        opts: { provider?: string; type?: string; since?: string; limit?: string; cursor?: string },
+        opts: {
+          provider?: string;
+          type?: string;
+          since?: string;
+          q?: string;
+          limit?: string;
+          cursor?: string;
+        },
         cmd: Command,
       ) => {
         const api = clientFor(cmd);
@@ -67,6 +82,7 @@ export function registerEvents(program: Command): void {
         if (opts.provider !== undefined) query.set('provider', opts.provider);
         if (opts.type !== undefined) query.set('event_type', opts.type);
         if (opts.since !== undefined) query.set('since', opts.since);
+        if (opts.q !== undefined) query.set('q', opts.q);
         if (opts.limit !== undefined) query.set('limit', opts.limit);
         if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
         const qs = query.toString();
@@ -77,7 +93,22 @@ export function registerEvents(program: Command): void {
           page.events.map((e) => ({ ...e, verified: e.verified ? 'yes' : 'no' })),
           ['id', 'received_at', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size'],
         );
-        if (page.next_cursor) say(`More: hookline events list --cursor ${page.next_cursor}`);
+        if (page.next_cursor) {
+          // The cursor continues this listing: the next page needs the same filters.
+          const same = (
+            [
+              ['--provider', opts.provider],
+              ['--type', opts.type],
+              ['--since', opts.since],
+              ['--q', opts.q],
+              ['--limit', opts.limit],
+            ] as const
+          )
+            .filter(([, value]) => value !== undefined)
+            .map(([flag, value]) => ` ${flag} ${shellWord(value as string)}`)
+            .join('');
+          say(`More: hookline events list --cursor ${page.next_cursor}${same}`);
+        }
       },
     );
 

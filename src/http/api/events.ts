@@ -19,7 +19,7 @@ export interface EventsApiDeps {
  * neither listed nor shown (404, as for an id that does not exist). Same shapes as the MCP tools
  * list_events and get_event (spec 2.2, 2.3).
  *
- * GET /api/v1/events: EventSummary rows with the filters, order and cursor of GET /log.
+ * GET /api/v1/events: EventSummary rows with the filters (q too), order and cursor of GET /log.
  * GET /api/v1/events/{id}: EventDetail, the payload as UTF-8 text or base64 (`encoding`): what
  * `hookline events show` prints and `hookline forward` re-sends to a local app, byte for byte.
  */
@@ -58,7 +58,7 @@ export function createEventRoutes(deps: EventsApiDeps) {
       };
       return listEvents(
         runtime.db,
-        { provider: once('provider'), event_type: once('event_type'), since: once('since') },
+        { provider: once('provider'), event_type: once('event_type'), since: once('since'), q: once('q') },
         once('cursor'),
         once('limit'),
         { operator },

@@ -166,6 +166,10 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
             ),
             queryParam('event_type', 'The provider-declared event type.'),
             queryParam('since', 'Inclusive lower bound: an ISO-8601 date-time or an event id.'),
+            queryParam(
+              'q',
+              'Full text over payloads and event types (at most 200 characters): words (all must match), "a phrase", -word, or.',
+            ),
             queryParam('cursor', 'The next_cursor of the previous page (opaque).'),
             {
               ...queryParam('limit', '1 to 200, default 50.'),
