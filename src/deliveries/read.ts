@@ -49,13 +49,19 @@ export async function deliveryToReplay(
   deps: DeliveryReadDeps,
   id: number,
 ): Promise<
-  | { readonly provider: string; readonly content_type: string | null; readonly payload: Uint8Array }
+  | {
+      readonly id: number;
+      readonly provider: string;
+      readonly content_type: string | null;
+      readonly payload: Uint8Array;
+    }
   | undefined
 > {
   const row = await findDeliveryToReplay(deps.db, id);
   if (!row) return undefined;
   const event = await readDeliveryEvent(deps.store, row.id);
-  return event ? { provider: row.provider, content_type: row.content_type, payload: event.data } : undefined;
+  if (!event) return undefined;
+  return { id: Number(row.id), provider: row.provider, content_type: row.content_type, payload: event.data };
 }
 
 /** A webhook's recent deliveries with their headers and payloads, newest first (the rules' dry run). */

@@ -462,6 +462,7 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ['events', 'tail'],
       ['events', 'list'],
       ['events', 'show'],
+      ['events', 'replay'],
       ['friends', 'list'],
       ['friends', 'ask'],
       ['friends', 'approve'],

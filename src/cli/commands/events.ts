@@ -28,6 +28,16 @@ interface EventDetail extends EventSummary {
   encoding: 'utf-8' | 'base64';
 }
 
+interface ReplayAttempt {
+  event_id: number;
+  attempt: number;
+  target: string;
+  outcome: 'delivered' | 'refused' | 'failed';
+  status: number | null;
+  location: string | null;
+  latency_ms: number;
+}
+
 const eventId = (raw: string) => {
   if (!/^[0-9]{1,18}$/.test(raw) || Number(raw) < 1)
     throw new InvalidArgumentError('an event id is a whole number');
@@ -45,8 +55,9 @@ const positive = (raw: string) => {
 };
 
 /**
- * `hookline events list|show` (GET /api/v1/events, /api/v1/events/{id}) and `hookline events
- * tail`, the live log in the terminal, from GET /events (spec 4.4, 6).
+ * `hookline events list|show|replay` (GET /api/v1/events, /api/v1/events/{id}, POST
+ * /api/v1/events/{id}/replay) and `hookline events tail`, the live log in the terminal, from
+ * GET /events (spec 4.4, 6).
  */
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('the event log');
@@ -134,6 +145,25 @@ export function registerEvents(program: Command): void {
       say(e.encoding === 'base64' ? 'Payload (base64, not UTF-8):' : 'Payload:');
       say(e.payload);
     });
+  withUrl(events.command('replay'))
+    .description(
+      'send a delivery again, bytes and content type as received, to an https URL (POST /api/v1/events/{id}/replay): the same SSRF guard as the MCP verb, a redirect reported and never followed; every attempt is recorded and listed on the delivery’s page',
+    )
+    .argument('<id>', 'the event id', eventId)
+    .requiredOption('--to <url>', 'where to send it: https, a host that resolves only to public addresses')
+    .option('--json', 'the recorded attempt as JSON')
+    .action(async (id: string, opts: { to: string }, cmd: Command) => {
+      const api = clientFor(cmd);
+      const a = await api.request<ReplayAttempt>('POST', `/api/v1/events/${id}/replay`, {
+        body: { target_url: opts.to },
+        notFoundHint: 'list the ids you may read with `hookline events list`',
+      });
+      if (wantsJson(cmd)) return printJson(a);
+      say(
+        `Replayed #${a.event_id} to ${a.target}: HTTP ${a.status}${a.location ? ` (redirect to ${a.location}, not followed)` : ''} in ${a.latency_ms} ms`,
+      );
+    });
+
   withUrl(events.command('tail'))
     .description(
       'follow accepted deliveries live (one line each; --json: one JSON object per line); survives server restarts, resuming where it left off; Ctrl-C to stop',

@@ -88,6 +88,7 @@ function prepareEvents(events: readonly EventData[], parts?: readonly StreamAppe
       metadata: e.metadata ?? null,
       contentType,
       stamp: e.stamp === undefined ? null : prepareStamp(e.stamp, e.data, parts),
+      uniqueKey: e.uniqueKey === undefined ? null : checkName('unique key', e.uniqueKey),
     };
   });
 }
@@ -222,6 +223,7 @@ export async function createSqlEventStore(
 
   return {
     kind: sqlDb.kind,
+    uniqueKeys: true,
 
     async append(
       streamId: string,

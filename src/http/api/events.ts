@@ -3,11 +3,14 @@ import fp from 'fastify-plugin';
 import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
+import { attemptOut, replayAndRecord } from '../../replay/record.ts';
 import type { Runtime } from '../../runtime.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 import { findLoggedDelivery } from '../logged-delivery.ts';
+import { ReplayIn } from './schemas.ts';
 
 export interface EventsApiDeps {
-  readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections'>;
+  readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections' | 'clock' | 'replay'>;
   readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
   /** Bound of the wait for a delivery the log read model has not applied yet (default 5 s). */
   readonly waitMs?: number;
@@ -22,6 +25,8 @@ export interface EventsApiDeps {
  * GET /api/v1/events: EventSummary rows with the filters (q too), order and cursor of GET /log.
  * GET /api/v1/events/{id}: EventDetail, the payload as UTF-8 text or base64 (`encoding`): what
  * `hookline events show` prints and `hookline forward` re-sends to a local app, byte for byte.
+ * POST /api/v1/events/{id}/replay: `hookline events replay`, the same replay and record as the
+ * detail page's Replay and the MCP verb (src/replay/record.ts), of a delivery the operator may read.
  */
 export function createEventRoutes(deps: EventsApiDeps) {
   const { runtime, auth } = deps;
@@ -76,6 +81,43 @@ export function createEventRoutes(deps: EventsApiDeps) {
         );
       }
       return eventDetailOut(event);
+    });
+
+    api.post<{ Params: { id: string } }>('/events/:id/replay', async (request) => {
+      const operator = operatorOf(request);
+      const parsed = ReplayIn.safeParse(request.body ?? {});
+      if (!parsed.success) {
+        throw new HooklineError('invalid_body', summarizeZod(parsed.error), { field: 'target_url' });
+      }
+      const { id } = request.params;
+      const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+      if (!event) {
+        throw new HooklineError(
+          'not_found',
+          `no retained event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
+        );
+      }
+      const recorded = await replayAndRecord(
+        runtime,
+        { id: event.id, payload: event.payload_bytes, content_type: event.content_type },
+        parsed.data.target_url,
+        { via: 'api', by: operator },
+      );
+      const attempt = attemptOut(recorded);
+      const { result } = recorded;
+      if (result.kind === 'refused') {
+        throw new HooklineError(
+          'replay_refused',
+          `${result.phase} time: ${result.reason}: ${result.detail}`,
+          {
+            attempt,
+          },
+        );
+      }
+      if (result.kind === 'failed') {
+        throw new HooklineError('replay_failed', `${result.reason}: ${result.detail}`, { attempt });
+      }
+      return attempt;
     });
   };
 

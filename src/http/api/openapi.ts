@@ -206,6 +206,37 @@ export function buildOpenApi(baseUrl: string, version: string): Record<string, u
           },
         },
       },
+      '/events/{id}/replay': {
+        post: {
+          operationId: 'replayEvent',
+          summary:
+            'Send a delivery again, bytes and content type as received, to an https target through the SSRF guard; every attempt is recorded',
+          parameters: [
+            {
+              name: 'id',
+              in: 'path',
+              required: true,
+              description: 'The event id.',
+              schema: { type: 'integer' },
+            },
+          ],
+          requestBody: { required: true, content: json('ReplayIn') },
+          responses: {
+            200: {
+              description: 'The target answered (any status; a redirect is reported, never followed)',
+              content: json('ReplayAttempt'),
+            },
+            400: problem(
+              'No target_url (`invalid_body`), or the SSRF guard refused the target (`replay_refused`, with the recorded `attempt`).',
+            ),
+            401: unauthorized,
+            404: problem('No retained event the operator may read has that id.'),
+            502: problem(
+              'The target could not be reached: timeout, TLS or network (`replay_failed`, with the recorded `attempt`).',
+            ),
+          },
+        },
+      },
       '/me': {
         get: {
           operationId: 'whoAmI',
