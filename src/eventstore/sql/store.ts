@@ -25,6 +25,7 @@ import {
   isFullPage,
   readAllPage,
   readCommittedPosition,
+  readEventRow,
   readHeadPosition,
   readStreamLastPosition,
   readStreamPage,
@@ -269,6 +270,12 @@ export async function createSqlEventStore(
 
     readStream,
     readAll,
+
+    async readEvent(streamId, revision) {
+      if (typeof streamId !== 'string' || streamId.includes('\u0000') || revision < 0n) return undefined;
+      const row = await readEventRow(db, streamId, revision);
+      return row ? toRecordedEvent(row) : undefined;
+    },
 
     subscribeAll: (opts) =>
       subscribeAllSql(
