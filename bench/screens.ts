@@ -107,6 +107,9 @@ async function logBench(): Promise<void> {
           `  ${name.padEnd(24)} ${percentile(times, 0.5).toFixed(1).padStart(6)}   ${percentile(times, 0.95).toFixed(1).padStart(6)}   ${shown}`,
         );
       }
+      console.log(
+        '  targets (design.md): p95 under 20 ms with filters, under 50 ms with q, at 1,000,000 rows',
+      );
       console.log(`  ${formatMemory(await server.request<Memory>({ cmd: 'memory' }, 'memory'))}`);
     } finally {
       server.child.send({ cmd: 'stop' });

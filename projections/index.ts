@@ -5,6 +5,7 @@ import { friendsProjection } from './friends.projection.ts';
 import { logProjection } from './log.projection.ts';
 import { providersProjection } from './providers.projection.ts';
 import { quarantineProjection } from './quarantine.projection.ts'; // RULES (issue 7)
+import { replaysProjection } from './replays.projection.ts';
 import { settingsProjection } from './settings.projection.ts';
 import { streamStatsProjection } from './stream-stats.projection.ts';
 import { todosProjection } from './todos.projection.ts';
@@ -22,4 +23,5 @@ export const allProjections: Projection[] = [
   todosProjection,
   quarantineProjection, // RULES (issue 7)
   friendsProjection,
+  replaysProjection,
 ];

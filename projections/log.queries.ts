@@ -210,6 +210,8 @@ export async function listEvents(
   const text = filters.q?.trim();
   if (text) {
     if (text.length > 200) throw invalid('q', 'q is longer than 200 characters');
+    // PostgreSQL text cannot hold a NUL: refused here rather than failing in the driver.
+    if (text.includes('\u0000')) throw invalid('q', 'q must not contain a NUL character');
     q = q.where(sql<boolean>`search @@ websearch_to_tsquery('simple'::regconfig, ${text})`);
   }
   if (cursor !== undefined && cursor !== '') {

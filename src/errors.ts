@@ -40,6 +40,8 @@ export const errorCatalog = {
   rules_rejected: { status: 422, title: 'Rules rejected by the save dry run' },
   replay_target_required: { status: 400, title: 'Replay target required' },
   replay_refused: { status: 400, title: 'Replay target refused' },
+  /** A replay whose target could not be reached (timeout, TLS, network); the attempt is recorded. */
+  replay_failed: { status: 502, title: 'Replay target unreachable' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -5,6 +5,7 @@ import type { FriendTables } from '../../projections/friends.table.ts';
 import type { LogTables } from '../../projections/log.table.ts';
 import type { ProviderTables } from '../../projections/providers.table.ts';
 import type { QuarantineTables } from '../../projections/quarantine.table.ts';
+import type { ReplayTables } from '../../projections/replays.table.ts';
 import type { SettingsTables } from '../../projections/settings.table.ts';
 import type { TodoTables } from '../../projections/todos.table.ts';
 import type { WebhookTables } from '../../projections/webhooks.table.ts';
@@ -24,6 +25,7 @@ export interface Database
     TodoTables,
     SettingsTables,
     QuarantineTables,
+    ReplayTables,
     FriendTables {}
 
 export type DB = Kysely<Database>;

@@ -6,6 +6,7 @@ import { EventDecodeError } from './errors.ts';
 import { friendEvents } from './friend/events.ts';
 import { providerEvents } from './provider/events.ts';
 import { quarantineEvents } from './quarantine/events.ts';
+import { replayEvents } from './replay/events.ts';
 import { RetentionRan } from './retention/events.ts';
 import { settingsEvents } from './settings/events.ts';
 import type { EventSchema } from './shared.ts';
@@ -32,6 +33,7 @@ const schemas = [
   ...webhookEvents,
   ...dispositionEvents,
   ...quarantineEvents,
+  ...replayEvents,
   ...reservationEvents,
   RetentionRan,
 ] as const;
@@ -56,8 +58,26 @@ export interface StoredEvent {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * What was decoded of a stored event, by the event object: the store hands one object of an event
+ * to every live reader of the process (the projections' shared feed, the live hub: the SQL
+ * store's live tail), so each event is parsed and validated once, however many read it. The
+ * result is shared, so it is frozen (its top level: nobody may change what others read).
+ */
+const decodedEvents = new WeakMap<object, DomainEvent>();
+const decodedMetadata = new WeakMap<object, DeliveryMetadata>();
+
 /** The one decoder: JSON bytes to a validated domain event. */
 export function decodeEvent(stored: StoredEvent): DomainEvent {
+  const seen = decodedEvents.get(stored);
+  if (seen) return seen;
+  const event = parseEvent(stored);
+  Object.freeze(event.data);
+  decodedEvents.set(stored, Object.freeze(event));
+  return event;
+}
+
+function parseEvent(stored: StoredEvent): DomainEvent {
   if (!known.has(stored.type))
     throw new EventDecodeError(stored.streamId, stored.type, 'no aggregate knows this event type');
   let data: unknown;
@@ -86,8 +106,16 @@ export interface StoredDelivery {
   readonly metadata: Uint8Array | null;
 }
 
-/** The metadata of a `DeliveryReceived`, validated like every other event. */
+/** The metadata of a `DeliveryReceived`, validated like every other event (once per event object). */
 export function decodeDeliveryMetadata(stored: StoredDelivery): DeliveryMetadata {
+  const seen = decodedMetadata.get(stored);
+  if (seen) return seen;
+  const metadata = Object.freeze(parseDeliveryMetadata(stored));
+  decodedMetadata.set(stored, metadata);
+  return metadata;
+}
+
+function parseDeliveryMetadata(stored: StoredDelivery): DeliveryMetadata {
   let metadata: unknown;
   try {
     metadata = JSON.parse(utf8.decode(stored.metadata ?? new Uint8Array()));

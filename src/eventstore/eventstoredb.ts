@@ -299,6 +299,9 @@ export async function createEventStoreDbStore(
       // A stamp needs an atomic append, which this adapter does not have (port.ts).
       if (events.some((e) => e.stamp !== undefined))
         return Promise.reject(new TypeError('only an atomic append may stamp an event'));
+      // Unique keys need an index of the store's own, which EventStoreDB has not (port.ts, uniqueKeys).
+      if (events.some((e) => e.uniqueKey !== undefined))
+        return Promise.reject(new TypeError('this store has no unique keys'));
       const p = append(streamId, events, opts.expectedRevision ?? 'any');
       inFlight.add(p);
       void p.catch(() => {}).finally(() => inFlight.delete(p));

@@ -32,6 +32,12 @@ export interface EventData {
   readonly contentType?: ContentType;
   /** appendAtomic only: a number the store writes into `data` once the revisions are known. */
   readonly stamp?: RevisionStamp;
+  /**
+   * Only for a store with `uniqueKeys`: a key no other event of the store may hold while it is
+   * retained (a delivery's external id). An append with an event whose key is held fails alone
+   * (with its atomic group) with DuplicateKeyError, which names the holder.
+   */
+  readonly uniqueKey?: string;
 }
 
 /** The width in bytes of a stamp's place in an event's data. */
@@ -61,6 +67,8 @@ export interface RecordedEvent {
   readonly metadata: Uint8Array | null;
   readonly contentType: ContentType;
   readonly createdAt: Date;
+  /** The event's unique key (EventData.uniqueKey), on a store with unique keys; else absent or null. */
+  readonly uniqueKey?: string | null;
 }
 
 export interface AppendOptions {
@@ -112,6 +120,13 @@ export interface StreamInfo {
 
 export interface EventStore {
   readonly kind: 'postgres' | 'eventstoredb';
+
+  /**
+   * True when events may carry a unique key (EventData.uniqueKey): the SQL adapters, a column of
+   * their own under a unique index written in the append's transaction. EventStoreDB has no such
+   * index; its callers guard uniqueness with a reservation stream appended with `no_stream`.
+   */
+  readonly uniqueKeys?: boolean;
 
   /**
    * Appends atomically to one stream. Concurrent appends are grouped into one transaction (group
@@ -178,6 +193,27 @@ export class WrongExpectedVersionError extends Error {
     this.streamId = streamId;
     this.expected = expected;
     this.actual = actual;
+  }
+}
+
+/**
+ * An event's unique key is held (EventData.uniqueKey). `holder` is the event that holds it, or
+ * undefined when a stream named by the key holds it (a reservation stream written before the
+ * store had unique keys): the caller resolves that one through the stream, and may take it over
+ * by appending to that stream in the same atomic append.
+ */
+export class DuplicateKeyError extends Error {
+  readonly key: string;
+  readonly holder: { readonly streamId: string; readonly revision: bigint } | undefined;
+  constructor(key: string, holder: { readonly streamId: string; readonly revision: bigint } | undefined) {
+    super(
+      holder
+        ? `unique key ${key} is held by ${holder.streamId}@${holder.revision}`
+        : `unique key ${key} is held by a stream of that name`,
+    );
+    this.name = 'DuplicateKeyError';
+    this.key = key;
+    this.holder = holder;
   }
 }
 

@@ -23,6 +23,8 @@ export interface ExportLine {
   readonly created_at: string;
   readonly data: string;
   readonly metadata: string | null;
+  /** The event's unique key (port.ts, EventData.uniqueKey): a delivery's dedup key. Absent when none. */
+  readonly unique_key?: string;
 }
 
 export const headerLine = (): string =>
@@ -38,6 +40,7 @@ export function eventLine(e: RecordedEvent): string {
     created_at: e.createdAt.toISOString(),
     data: Buffer.from(e.data).toString('base64'),
     metadata: e.metadata ? Buffer.from(e.metadata).toString('base64') : null,
+    ...(e.uniqueKey ? { unique_key: e.uniqueKey } : {}),
   };
   return `${JSON.stringify(line)}\n`;
 }
@@ -85,7 +88,9 @@ function parseLine(text: string, lineNo: number): ExportLine {
     typeof o.created_at === 'string' &&
     !Number.isNaN(Date.parse(o.created_at)) &&
     typeof o.data === 'string' &&
-    (o.metadata === null || typeof o.metadata === 'string');
+    (o.metadata === null || typeof o.metadata === 'string') &&
+    (o.unique_key === undefined ||
+      (typeof o.unique_key === 'string' && o.unique_key.length > 0 && !o.unique_key.includes('\u0000')));
   if (!ok) throw new ImportError(`line ${lineNo} is not an event of a hookline export`);
   return o as unknown as ExportLine;
 }
@@ -122,6 +127,7 @@ const EVENT_SPEC = {
     ['data', 'bytea'],
     ['metadata', 'bytea'],
     ['created_at', 'timestamptz'],
+    ['unique_key', 'text'],
   ],
 } as const;
 
@@ -239,6 +245,7 @@ async function writeSqlBatch(sqlDb: SqlDatabase, batch: readonly ExportLine[]): 
         Buffer.from(e.data, 'base64'),
         e.metadata === null ? null : Buffer.from(e.metadata, 'base64'),
         new Date(e.created_at),
+        e.unique_key ?? null,
       ]),
     );
   });
@@ -262,6 +269,8 @@ async function appendBatch(store: EventStore, batch: readonly ExportLine[]): Pro
       contentType: e.content_type,
       data: Buffer.from(e.data, 'base64'),
       ...(e.metadata === null ? {} : { metadata: Buffer.from(e.metadata, 'base64') }),
+      // A store without unique keys (EventStoreDB) cannot take them: that dedup is lost there.
+      ...(e.unique_key !== undefined && store.uniqueKeys ? { uniqueKey: e.unique_key } : {}),
     }));
     await store.append(first.stream_id, events, {
       expectedRevision: first.revision === 0 ? 'no_stream' : BigInt(first.revision - 1),

@@ -15,6 +15,7 @@ import { HooklineError } from '../errors.ts';
 import { encodeEvent } from '../eventstore/codec.ts';
 import {
   type AppendResult,
+  DuplicateKeyError,
   type EventStore,
   EventTooLargeError,
   type ExpectedRevision,
@@ -70,13 +71,18 @@ export interface RecorderDeps {
 
 const encoder = new TextEncoder();
 
-/** The external id is hashed: any characters give a short stream id. */
+/**
+ * The external id is hashed: any characters give a short stream id. On a store with unique keys
+ * (PostgreSQL) the same string is the delivery event's unique key, and no such stream is written;
+ * a stream of that name from before holds the key as it did (migrations/20261125020400_…).
+ */
 export const reservationStream = (provider: string, externalId: string): string =>
   `dedup-${provider}-${sha256Hex(externalId)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A taken reservation stays a WrongExpectedVersionError (the caller follows it); the rest is storageError. */
-const appendError = (e: unknown): Error => (isWrongExpectedVersion(e) ? e : storageError(e));
+/** A taken reservation or key stays itself (the caller follows it); the rest is storageError. */
+const appendError = (e: unknown): Error =>
+  isWrongExpectedVersion(e) || e instanceof DuplicateKeyError ? e : storageError(e);
 
 function storageError(e: unknown): HooklineError {
   if (e instanceof HooklineError) return e;
@@ -129,6 +135,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     payload: Uint8Array,
     reservation: Reservation | undefined,
     also: readonly StreamAppend[],
+    uniqueKey?: string,
   ): Promise<RecordedDelivery> {
     const delivery: StreamAppend = {
       streamId: DELIVERIES_STREAM,
@@ -139,6 +146,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
           data: payload,
           metadata: encoder.encode(JSON.stringify(metadata)),
           contentType: 'application/octet-stream',
+          ...(uniqueKey === undefined ? {} : { uniqueKey }),
         },
       ],
       options: { expectedRevision: 'any' },
@@ -172,6 +180,7 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       try {
         result = await store.append(delivery.streamId, delivery.events, delivery.options);
       } catch (e) {
+        if (e instanceof DuplicateKeyError) throw e;
         // The reservation stays: it names a delivery that is not in the log, which a copy takes over.
         if (failedHolders.size > 10_000) failedHolders.clear();
         failedHolders.add(uuid);
@@ -241,6 +250,55 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
     return findInTail(uuid);
   }
 
+  /** The delivery a duplicate key names, as its ack; undefined when it is gone (retention). */
+  async function readHolder(holder: { streamId: string; revision: bigint }): Promise<IngestAck | undefined> {
+    try {
+      for await (const e of store.readStream(holder.streamId, {
+        fromRevision: holder.revision,
+        maxCount: 1,
+      })) {
+        if (e.revision !== holder.revision) return undefined;
+        const m = decodeDeliveryMetadata(e);
+        return {
+          id: eventIdFromRevision(e.revision),
+          provider: m.provider,
+          trust_mode: m.trust_mode,
+          verified: m.verified,
+          received_at: m.received_at,
+        };
+      }
+    } catch (e) {
+      if (e instanceof StreamNotFoundError) return undefined;
+      throw storageError(e);
+    }
+    return undefined;
+  }
+
+  /**
+   * A store with unique keys: the delivery carries the key, and the store refuses it in the same
+   * transaction when an event holds the key already, naming that event: the original, whose id
+   * answers the copy. A key held by a reservation stream of before goes the reservation's way.
+   */
+  async function appendKeyed(
+    key: string,
+    metadata: DeliveryMetadata,
+    payload: Uint8Array,
+    also: readonly StreamAppend[],
+  ): Promise<RecordedDelivery> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await appendDelivery(uuidv7(), metadata, payload, undefined, also, key);
+      } catch (e) {
+        if (!(e instanceof DuplicateKeyError) || e.key !== key) throw e;
+        if (!e.holder) return onDuplicate(key, metadata, payload, also);
+        const ack = await readHolder(e.holder);
+        if (ack) return { ack, duplicate: true, position: null, also: [] };
+        // The holder was pruned between the refusal and the read: the key is free again.
+        if (attempt >= 3) throw storageError(e);
+      }
+    }
+  }
+
   async function onDuplicate(
     stream: string,
     metadata: DeliveryMetadata,
@@ -253,7 +311,9 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
       const state = await readReservation(stream);
       if (!state) {
         // The reservation vanished (it cannot in this store, but be safe): reserve afresh.
-        return reserveAndAppend(stream, metadata, payload, also);
+        return store.uniqueKeys
+          ? appendKeyed(stream, metadata, payload, also)
+          : reserveAndAppend(stream, metadata, payload, also);
       }
       const found = await findOriginal(state.holder);
       const holderFailedHere = failedHolders.has(state.holder);
@@ -276,6 +336,9 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
               payload,
               { stream, event: decision.event, expected: state.revision },
               also,
+              // With unique keys the delivery takes the key too; the store lets it past the
+              // reservation stream that this same append writes.
+              store.uniqueKeys ? stream : undefined,
             );
             failedHolders.delete(state.holder);
             return recorded;
@@ -333,12 +396,9 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
         payload_size: payload.byteLength,
       };
       if (metadata.external_id === null) return appendDelivery(uuidv7(), metadata, payload, undefined, also);
-      return reserveAndAppend(
-        reservationStream(metadata.provider, metadata.external_id),
-        metadata,
-        payload,
-        also,
-      );
+      const key = reservationStream(metadata.provider, metadata.external_id);
+      if (store.uniqueKeys) return appendKeyed(key, metadata, payload, also);
+      return reserveAndAppend(key, metadata, payload, also);
     },
   };
 }

@@ -5,6 +5,7 @@ import { packageVersion } from '../../src/cli/package.ts';
 import type { Clock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Logger } from '../../src/logger.ts';
+import type { ReplayClientOptions } from '../../src/replay/index.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { embeddedTarget } from '../support/embedded.ts';
 import { TestBrowser } from './browser.ts';
@@ -37,6 +38,8 @@ export async function startServer(
     readonly env?: Record<string, string>;
     /** The runtime's logger (default: built from the config, silent). */
     readonly logger?: Logger;
+    /** The replay client's options (a test's TLS target: its CA, and which address counts as public). */
+    readonly replay?: ReplayClientOptions;
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
@@ -56,6 +59,7 @@ export async function startServer(
     ...target?.runtimeOptions,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.replay ? { replay: options.replay } : {}),
   });
   const app = await buildApp(runtime, { requestLogging: false });
   await app.listen({ host: '127.0.0.1', port });

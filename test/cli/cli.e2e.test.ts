@@ -350,6 +350,41 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect((await hookline(['events', 'show', 'abc'], env)).code).toBe(1);
   });
 
+  it('searches the log with events list --q, with the other filters and the cursor', async () => {
+    const vend = JSON.parse((await hookline(['endpoints', 'vend', 'Search Bot', '--json'], env)).stdout) as {
+      slug: string;
+    };
+    const pushed: number[] = [];
+    for (const title of ['quixotic lantern one', 'quixotic lantern two', 'plain title']) {
+      const push = await hookline(['todos', 'push', vend.slug, title, '--json'], env);
+      expect(push.code, push.stderr).toBe(0);
+      pushed.push((JSON.parse(push.stdout) as { event_id: number }).event_id);
+    }
+    const ids = async (args: string[]) => {
+      const run = await hookline(['events', 'list', ...args, '--json'], env);
+      expect(run.code, run.stderr).toBe(0);
+      return (JSON.parse(run.stdout) as { events: { id: number }[] }).events.map((e) => e.id);
+    };
+    expect(await ids(['--q', 'QUIXOTIC lantern'])).toEqual([pushed[1], pushed[0]]);
+    expect(await ids(['--q', 'quixotic -two'])).toEqual([pushed[0]]);
+    expect(await ids(['--q', '"lantern two"', '--provider', 'operator'])).toEqual([pushed[1]]);
+    expect(await ids(['--q', 'quixotic', '--provider', 'codehost'])).toEqual([]);
+    expect(await ids(['--q', 'quixotic', '--since', String(pushed[1])])).toEqual([pushed[1]]);
+
+    // The table's next-page line keeps the search: pasted, it gives the older match.
+    const table = await hookline(['events', 'list', '--q', 'quixotic lantern', '--limit', '1'], env);
+    expect(table.code, table.stderr).toBe(0);
+    const more = /More: hookline events list (.*)$/m.exec(table.stdout)?.[1];
+    expect(more).toMatch(/--cursor \S+ --q 'quixotic lantern' --limit 1$/);
+    const cursor = /--cursor (\S+)/.exec(more!)![1]!;
+    expect(await ids(['--cursor', cursor, '--q', 'quixotic lantern', '--limit', '1'])).toEqual([pushed[0]]);
+
+    const long = await hookline(['events', 'list', '--q', 'x'.repeat(201), '--json'], env);
+    expect(long.code).toBe(1);
+    expect(errorOf(long)).toMatchObject({ code: 'invalid_filter' });
+    expect(errorOf(long).message).toMatch(/q is longer than 200 characters/);
+  });
+
   it('adds a generic provider and toggles it', async () => {
     const add = await hookline(['providers', 'add-generic', 'cli-registry', '--json'], env);
     expect(add.code, add.stderr).toBe(0);
@@ -427,6 +462,7 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ['events', 'tail'],
       ['events', 'list'],
       ['events', 'show'],
+      ['events', 'replay'],
       ['friends', 'list'],
       ['friends', 'ask'],
       ['friends', 'approve'],

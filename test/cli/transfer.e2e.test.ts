@@ -61,10 +61,19 @@ describe.runIf(hasPg)('hookline export | import between modes', () => {
     const deliveries = lines
       .slice(1)
       .map(
-        (l) => JSON.parse(l) as { stream_id: string; revision: number; event_id: string; created_at: string },
+        (l) =>
+          JSON.parse(l) as {
+            stream_id: string;
+            revision: number;
+            event_id: string;
+            created_at: string;
+            unique_key?: string;
+          },
       )
       .filter((e) => e.stream_id === 'deliveries');
     expect(deliveries.map((e) => e.revision + 1)).toEqual(acked);
+    // Each delivery's dedup key goes with it (the imports below keep it: their exports are identical).
+    expect(deliveries.every((e) => /^dedup-codehost-[0-9a-f]{64}$/.test(e.unique_key ?? ''))).toBe(true);
     expect(deliveries.every((e) => /^[0-9a-f-]{36}$/.test(e.event_id) && e.created_at.endsWith('Z'))).toBe(
       true,
     );

@@ -175,6 +175,56 @@ describe('accepted events over MCP (list_events, get_event) and the operator API
     expect(first.next_cursor).toEqual(expect.any(String));
   });
 
+  it('q searches payloads and event types, with the other filters and the cursor, over MCP and the API', async () => {
+    // Words of the codehost payload and of the hand-offs' titles; case folded.
+    expect((await all({ q: 'PREVIOUS instructions' })).map((e) => e.id)).toEqual([ids.codehost]);
+    expect((await all({ q: '"previous instructions"' })).map((e) => e.id)).toEqual([ids.codehost]);
+    expect((await all({ q: 'push' })).map((e) => e.id)).toContain(ids.codehost);
+    expect(await all({ q: 'previous -ignore' })).toEqual([]);
+    // Scope holds: A2's and B's hand-offs match "for" but this endpoint sees only its own.
+    expect((await all({ q: 'for', provider: 'operator' })).map((e) => e.id)).toEqual([ids.aPush]);
+    expect(await all({ q: 'previous', provider: 'operator' })).toEqual([]);
+    expect(await all({ q: 'previous', event_type: 'no-such-type' })).toEqual([]);
+    expect((await all({ q: 'previous', since: ids.codehost })).map((e) => e.id)).toEqual([ids.codehost]);
+    // A searched list paged by one is the same list.
+    const searched = await all({ q: 'for or previous' });
+    expect(searched.map((e) => e.id).sort()).toEqual([ids.codehost, ids.aPush].sort());
+    expect((await all({ q: 'for or previous', limit: 1 })).map((e) => e.id)).toEqual(
+      searched.map((e) => e.id),
+    );
+
+    // The operator API: same semantics, the operator's scope (A2's hand-off too, never B's).
+    const api = async (query: string) => {
+      const out: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const qs: string = `${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const res = await alice.call<Page>('GET', `/events?${qs}`);
+        expect(res.status, res.text).toBe(200);
+        out.push(...res.body.events.map((e) => e.id));
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      return out;
+    };
+    expect(await api('q=previous%20instructions')).toEqual([ids.codehost]);
+    expect((await api('q=for&provider=operator&limit=1')).sort()).toEqual([ids.aPush, ids.a2Push].sort());
+    expect(await api('q=for%20B&provider=operator')).toEqual([]);
+    expect(await api(`q=for&provider=operator&since=${ids.a2Push}`)).toEqual([ids.a2Push]);
+
+    for (const query of [`q=${'a'.repeat(201)}`, 'q=a&q=b', 'q=%00x']) {
+      const res = await alice.call<{ code: string; field: string }>('GET', `/events?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.body, query).toMatchObject({ code: 'invalid_filter', field: 'q' });
+    }
+    for (const args of [{ q: 'a'.repeat(201) }, { q: 42 }, { q: 'x\u0000y' }]) {
+      const result = await agent.call('list_events', args);
+      expect(result.isError, JSON.stringify(args)).toBe(true);
+      const { code, message } = result.structuredContent as { code: string; message: string };
+      expect(code).toBe('invalid_argument');
+      expect(message).toMatch(/^q .*[.]$/);
+    }
+  });
+
   it('get_event is the EventDetail: sanitized headers, UTF-8 text or base64 with its encoding', async () => {
     const got = await agent.ok<{ event: Detail; untrusted_note: string }>('get_event', {
       event_id: ids.codehost,

@@ -28,11 +28,25 @@ interface EventDetail extends EventSummary {
   encoding: 'utf-8' | 'base64';
 }
 
+interface ReplayAttempt {
+  event_id: number;
+  attempt: number;
+  target: string;
+  outcome: 'delivered' | 'refused' | 'failed';
+  status: number | null;
+  location: string | null;
+  latency_ms: number;
+}
+
 const eventId = (raw: string) => {
   if (!/^[0-9]{1,18}$/.test(raw) || Number(raw) < 1)
     throw new InvalidArgumentError('an event id is a whole number');
   return raw;
 };
+
+/** A value as one POSIX shell word (the "More:" line is meant to be pasted). */
+const shellWord = (value: string) =>
+  /^[A-Za-z0-9_.,:/@%+=-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
 
 const positive = (raw: string) => {
   const n = Number(raw);
@@ -41,8 +55,9 @@ const positive = (raw: string) => {
 };
 
 /**
- * `hookline events list|show` (GET /api/v1/events, /api/v1/events/{id}) and `hookline events
- * tail`, the live log in the terminal, from GET /events (spec 4.4, 6).
+ * `hookline events list|show|replay` (GET /api/v1/events, /api/v1/events/{id}, POST
+ * /api/v1/events/{id}/replay) and `hookline events tail`, the live log in the terminal, from
+ * GET /events (spec 4.4, 6).
  */
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('the event log');
@@ -54,12 +69,23 @@ export function registerEvents(program: Command): void {
     .option('--provider <name>', 'only this provider (codehost, generic:<name>, webhook:<id>, operator, …)')
     .option('--type <event_type>', 'only this event type (push, invoice.paid, …)')
     .option('--since <when>', 'from this ISO-8601 date-time or event id on (inclusive)')
+    .option(
+      '--q <text>',
+      'full text over payloads and event types: words (all must match), "a phrase", -word, or',
+    )
     .option('--limit <n>', 'page size, 1 to 200 (default 50)')
     .option('--cursor <cursor>', 'the next page: the cursor the previous page printed')
     .option('--json', 'the page as JSON: { events: EventSummary[], next_cursor }')
     .action(
       async (
-        opts: { provider?: string; type?: string; since?: string; limit?: string; cursor?: string },
+        opts: {
+          provider?: string;
+          type?: string;
+          since?: string;
+          q?: string;
+          limit?: string;
+          cursor?: string;
+        },
         cmd: Command,
       ) => {
         const api = clientFor(cmd);
@@ -67,6 +93,7 @@ export function registerEvents(program: Command): void {
         if (opts.provider !== undefined) query.set('provider', opts.provider);
         if (opts.type !== undefined) query.set('event_type', opts.type);
         if (opts.since !== undefined) query.set('since', opts.since);
+        if (opts.q !== undefined) query.set('q', opts.q);
         if (opts.limit !== undefined) query.set('limit', opts.limit);
         if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
         const qs = query.toString();
@@ -77,7 +104,22 @@ export function registerEvents(program: Command): void {
           page.events.map((e) => ({ ...e, verified: e.verified ? 'yes' : 'no' })),
           ['id', 'received_at', 'provider', 'event_type', 'trust_mode', 'verified', 'payload_size'],
         );
-        if (page.next_cursor) say(`More: hookline events list --cursor ${page.next_cursor}`);
+        if (page.next_cursor) {
+          // The cursor continues this listing: the next page needs the same filters.
+          const same = (
+            [
+              ['--provider', opts.provider],
+              ['--type', opts.type],
+              ['--since', opts.since],
+              ['--q', opts.q],
+              ['--limit', opts.limit],
+            ] as const
+          )
+            .filter(([, value]) => value !== undefined)
+            .map(([flag, value]) => ` ${flag} ${shellWord(value as string)}`)
+            .join('');
+          say(`More: hookline events list --cursor ${page.next_cursor}${same}`);
+        }
       },
     );
 
@@ -103,6 +145,25 @@ export function registerEvents(program: Command): void {
       say(e.encoding === 'base64' ? 'Payload (base64, not UTF-8):' : 'Payload:');
       say(e.payload);
     });
+  withUrl(events.command('replay'))
+    .description(
+      'send a delivery again, bytes and content type as received, to an https URL (POST /api/v1/events/{id}/replay): the same SSRF guard as the MCP verb, a redirect reported and never followed; every attempt is recorded and listed on the delivery’s page',
+    )
+    .argument('<id>', 'the event id', eventId)
+    .requiredOption('--to <url>', 'where to send it: https, a host that resolves only to public addresses')
+    .option('--json', 'the recorded attempt as JSON')
+    .action(async (id: string, opts: { to: string }, cmd: Command) => {
+      const api = clientFor(cmd);
+      const a = await api.request<ReplayAttempt>('POST', `/api/v1/events/${id}/replay`, {
+        body: { target_url: opts.to },
+        notFoundHint: 'list the ids you may read with `hookline events list`',
+      });
+      if (wantsJson(cmd)) return printJson(a);
+      say(
+        `Replayed #${a.event_id} to ${a.target}: HTTP ${a.status}${a.location ? ` (redirect to ${a.location}, not followed)` : ''} in ${a.latency_ms} ms`,
+      );
+    });
+
   withUrl(events.command('tail'))
     .description(
       'follow accepted deliveries live (one line each; --json: one JSON object per line); survives server restarts, resuming where it left off; Ctrl-C to stop',

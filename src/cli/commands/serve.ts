@@ -1,3 +1,4 @@
+import module from 'node:module';
 import type { Command } from 'commander';
 import { assertPortFree } from '../startup-errors.ts';
 import { loadCliConfig } from '../support.ts';
@@ -15,5 +16,8 @@ export function registerServe(program: Command): void {
       // Loaded here so that client commands do not pay for the whole server at start-up.
       const { startServer } = await import('../../server.ts');
       await startServer(config, { handleSignals: true });
+      // Node writes the compile cache (bin/hookline.mjs) when the process exits; written soon after
+      // the first start too, so that a server stopped by `kill -9` still leaves it for the next one.
+      setTimeout(() => module.flushCompileCache(), 10_000).unref();
     });
 }

@@ -67,5 +67,8 @@ export function isUnreachable(err: unknown): boolean {
 /** Deadlock or serialization failure: nothing was written, the same batch may run again. */
 export function isTransientConflict(err: unknown): boolean {
   const code = codeOf(err);
-  return code === '40P01' || code === '40001';
+  if (code === '40P01' || code === '40001') return true;
+  // Two batches of different streams claimed one unique key: the later one meets the first's in
+  // the index once that commits; run again, its own read then sees the key held.
+  return code === '23505' && (err as { constraint?: unknown }).constraint === 'es_events_unique_key';
 }

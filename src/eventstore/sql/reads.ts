@@ -38,7 +38,8 @@ async function page(
   limits: PageLimits,
 ): Promise<EventRow[]> {
   const { rows } = await sql<TextEventRow>`
-    select tx, gp, stream_id, revision, event_id, event_type, content_type, data_b64, metadata_b64, size, created_at
+    select tx, gp, stream_id, revision, event_id, event_type, content_type, data_b64, metadata_b64, size, created_at,
+      unique_key
     from (
       select ${eventColumns}, ${rowBytes}::int4 as size,
         row_number() over w as n,
@@ -75,11 +76,12 @@ export async function readAllPage(
   const out = await copyOut(
     db,
     `copy (
-      select tx, gp, stream_id, revision, event_id, event_type, content_type, data, metadata, size, created_at
+      select tx, gp, stream_id, revision, event_id, event_type, content_type, data, metadata, size, created_at,
+        unique_key
       from (
         select transaction_id::text as tx, global_position::text as gp, stream_id,
           revision::text as revision, event_id::text as event_id, event_type, content_type, data, metadata,
-          ${ROW_BYTES}::int4 as size, created_at,
+          ${ROW_BYTES}::int4 as size, created_at, unique_key,
           row_number() over w as n,
           sum(${ROW_BYTES}) over w - ${ROW_BYTES} as bytes_before
         from es_events
@@ -117,6 +119,7 @@ function fromCopiedRow(f: readonly (Buffer | null)[]): EventRow {
     metadata: metadata ? Buffer.from(metadata) : null,
     size: need(9).readInt32BE(0),
     created_at: timestampFromBinary(need(10)),
+    unique_key: f[11] ? f[11].toString('utf8') : null,
   };
 }
 

@@ -19,6 +19,7 @@ export interface EventRow {
   readonly metadata: Buffer | null;
   readonly size: number;
   readonly created_at: Date;
+  readonly unique_key: string | null;
 }
 
 /**
@@ -33,7 +34,7 @@ export interface TextEventRow extends Omit<EventRow, 'data' | 'metadata'> {
 
 export const eventColumns = sql`transaction_id::text as tx, global_position::text as gp, stream_id,
   revision::text as revision, event_id::text as event_id, event_type, content_type,
-  encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at`;
+  encode(data, 'base64') as data_b64, encode(metadata, 'base64') as metadata_b64, created_at, unique_key`;
 
 /** Bytes a row weighs, for the page bound: octet_length reads a TOASTed value's size without fetching it. */
 export const ROW_BYTES = '(octet_length(data) + coalesce(octet_length(metadata), 0))';
@@ -50,7 +51,22 @@ export function fromTextRow(row: TextEventRow): EventRow {
   };
 }
 
+/**
+ * One RecordedEvent per row: the live tail hands one page of rows to every subscription of the
+ * process, and each then hands on the same object, so what a reader derives from an event (its
+ * decoded form, src/domain/events.ts) is derived once for all of them.
+ */
+const recorded = new WeakMap<EventRow, RecordedEvent>();
+
 export function toRecordedEvent(row: EventRow): RecordedEvent {
+  const seen = recorded.get(row);
+  if (seen) return seen;
+  const event = newRecordedEvent(row);
+  recorded.set(row, event);
+  return event;
+}
+
+function newRecordedEvent(row: EventRow): RecordedEvent {
   return {
     id: row.event_id,
     streamId: row.stream_id,
@@ -61,5 +77,6 @@ export function toRecordedEvent(row: EventRow): RecordedEvent {
     metadata: row.metadata,
     contentType: row.content_type as ContentType,
     createdAt: row.created_at,
+    uniqueKey: row.unique_key,
   };
 }

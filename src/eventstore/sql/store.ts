@@ -87,6 +87,7 @@ function prepareEvents(events: readonly EventData[], parts?: readonly StreamAppe
       metadata: e.metadata ?? null,
       contentType,
       stamp: e.stamp === undefined ? null : prepareStamp(e.stamp, e.data, parts),
+      uniqueKey: e.uniqueKey === undefined ? null : checkName('unique key', e.uniqueKey),
     };
   });
 }
@@ -221,6 +222,7 @@ export async function createSqlEventStore(
 
   return {
     kind: sqlDb.kind,
+    uniqueKeys: true,
 
     async append(
       streamId: string,

@@ -3,6 +3,7 @@ import { appendBatchSize } from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
+  DuplicateKeyError,
   type ExpectedRevision,
   StoreUnavailableError,
   WrongExpectedVersionError,
@@ -28,6 +29,8 @@ export interface PreparedEvent {
   readonly contentType: ContentType;
   /** A stamp (port.ts, RevisionStamp) with `part`: the index of the named part in its atomic append. */
   readonly stamp: { readonly part: number; readonly add: number; readonly offset: number } | null;
+  /** EventData.uniqueKey. */
+  readonly uniqueKey: string | null;
 }
 
 /** One stream's part of an append. */
@@ -289,7 +292,13 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
     count: [] as number[],
     group: [] as number[],
   };
-  const events = { id: [] as string[], type: [] as string[], contentType: [] as string[] };
+  const events = {
+    id: [] as string[],
+    type: [] as string[],
+    contentType: [] as string[],
+    uniqueKey: [] as Array<string | null>,
+  };
+  let keyed = false;
   const stamps = {
     part: [] as Array<number | null>,
     add: [] as Array<number | null>,
@@ -309,6 +318,8 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
         events.id.push(e.id);
         events.type.push(e.type);
         events.contentType.push(e.contentType);
+        events.uniqueKey.push(e.uniqueKey);
+        if (e.uniqueKey !== null) keyed = true;
         data.push(e.data);
         metadata.push(e.metadata);
         stamps.part.push(e.stamp ? first + e.stamp.part : null);
@@ -323,15 +334,20 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
     revision: string;
     transaction_id: string | null;
     global_position: string | null;
+    duplicate_key: string | null;
+    holder_stream: string | null;
+    holder_revision: string | null;
   }>`
-    select ok, conflict, revision::text as revision, transaction_id, global_position
+    select ok, conflict, revision::text as revision, transaction_id, global_position,
+      duplicate_key, holder_stream, holder_revision::text as holder_revision
     from es_append_batch(
       ${appends.stream}::text[], ${appends.expected}::text[], ${appends.count}::int[], ${appends.group}::int[],
       ${events.id}::uuid[], ${events.type}::text[], ${events.contentType}::text[],
       ${data.bytes()}::bytea, ${data.offsets}::int[], ${data.lengths}::int[],
       ${metadata.bytes()}::bytea, ${metadata.offsets}::int[], ${metadata.lengths}::int[],
       ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text,
-      ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[])`.execute(options.db);
+      ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[],
+      ${keyed ? events.uniqueKey : null}::text[])`.execute(options.db);
   if (rows.length !== appends.stream.length)
     throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
   let row = 0;
@@ -344,6 +360,14 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       return {
         error: new WrongExpectedVersionError(w.streamId, w.expected, BigInt(parts[conflict]!.revision)),
       };
+    }
+    const duplicate = parts.find((r) => r.duplicate_key !== null);
+    if (duplicate) {
+      const holder =
+        duplicate.holder_stream === null || duplicate.holder_revision === null
+          ? undefined
+          : { streamId: duplicate.holder_stream, revision: BigInt(duplicate.holder_revision) };
+      return { error: new DuplicateKeyError(duplicate.duplicate_key!, holder) };
     }
     if (parts.some((r) => !r.ok)) throw new Error('es_append_batch refused an append without a conflict');
     return {

@@ -4,13 +4,15 @@ import { z } from 'zod';
 import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
+import { attemptOut, replayAndRecord } from '../../replay/record.ts';
 import type { Runtime } from '../../runtime.ts';
+import { summarizeZod } from '../errors-plugin.ts';
 import { findLoggedDelivery } from '../logged-delivery.ts';
 import { answer, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
-import { EventDetail, EventPage } from './schemas.ts';
+import { EventDetail, EventPage, ReplayAttempt, ReplayIn } from './schemas.ts';
 
 export interface EventsApiDeps {
-  readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections'>;
+  readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections' | 'clock' | 'replay'>;
   readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
   /** Bound of the wait for a delivery the log read model has not applied yet (default 5 s). */
   readonly waitMs?: number;
@@ -22,9 +24,11 @@ export interface EventsApiDeps {
  * neither listed nor shown (404, as for an id that does not exist). Same shapes as the MCP tools
  * list_events and get_event (spec 2.2, 2.3).
  *
- * GET /api/v1/events: EventSummary rows with the filters, order and cursor of GET /log.
+ * GET /api/v1/events: EventSummary rows with the filters (q too), order and cursor of GET /log.
  * GET /api/v1/events/{id}: EventDetail, the payload as UTF-8 text or base64 (`encoding`): what
  * `hookline events show` prints and `hookline forward` re-sends to a local app, byte for byte.
+ * POST /api/v1/events/{id}/replay: `hookline events replay`, the same replay and record as the
+ * detail page's Replay and the MCP verb (src/replay/record.ts), of a delivery the operator may read.
  */
 /** A filter given twice arrives as an array: refused by name, as GET /log refuses it. */
 const filter = (name: string, description: string) =>
@@ -42,6 +46,10 @@ const EventsQuery = refusedAs(
     ),
     event_type: filter('event_type', 'The provider-declared event type.'),
     since: filter('since', 'Inclusive lower bound: an ISO-8601 date-time or an event id.'),
+    q: filter(
+      'q',
+      'Full text over payloads and event types (at most 200 characters): words (all must match), "a phrase", -word, or.',
+    ),
     cursor: filter('cursor', 'The next_cursor of the previous page (opaque).'),
     limit: filter('limit', '1 to 200, default 50.').meta({ type: 'integer', minimum: 1, maximum: 200 }),
   }),
@@ -51,6 +59,12 @@ const EventsQuery = refusedAs(
   },
 );
 const EventParams = z.object({ id: z.string().describe('The event id.') });
+/** A replay without a usable target names the member, whatever is wrong with the body. */
+const ReplayBody = refusedAs(
+  ReplayIn,
+  (error) => new HooklineError('invalid_body', summarizeZod(error), { field: 'target_url' }),
+  { absentBody: {} },
+);
 
 export function createEventRoutes(deps: EventsApiDeps) {
   const { runtime, auth } = deps;
@@ -97,8 +111,8 @@ export function createEventRoutes(deps: EventsApiDeps) {
       },
       async (request) => {
         const operator = operatorOf(request);
-        const { provider, event_type, since, cursor, limit } = request.query;
-        return listEvents(runtime.db, { provider, event_type, since }, cursor, limit, { operator });
+        const { provider, event_type, since, q, cursor, limit } = request.query;
+        return listEvents(runtime.db, { provider, event_type, since, q }, cursor, limit, { operator });
       },
     );
 
@@ -128,6 +142,65 @@ export function createEventRoutes(deps: EventsApiDeps) {
           );
         }
         return eventDetailOut(event);
+      },
+    );
+
+    api.post(
+      '/events/:id/replay',
+      {
+        schema: operatorRoute({
+          operationId: 'replayEvent',
+          summary:
+            'Send a delivery again, bytes and content type as received, to an https target through the SSRF guard; every attempt is recorded',
+          tags: ['events'],
+          params: EventParams,
+          body: ReplayBody,
+          response: {
+            200: answer(
+              'The target answered (any status; a redirect is reported, never followed)',
+              ReplayAttempt,
+            ),
+            400: problem(
+              'No target_url (`invalid_body`), or the SSRF guard refused the target (`replay_refused`, with the recorded `attempt`).',
+            ),
+            404: problem('No retained event the operator may read has that id.'),
+            502: problem(
+              'The target could not be reached: timeout, TLS or network (`replay_failed`, with the recorded `attempt`).',
+            ),
+          },
+        }),
+      },
+      async (request) => {
+        const operator = operatorOf(request);
+        const { id } = request.params;
+        const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+        if (!event) {
+          throw new HooklineError(
+            'not_found',
+            `no retained event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
+          );
+        }
+        const recorded = await replayAndRecord(
+          runtime,
+          { id: event.id, payload: event.payload_bytes, content_type: event.content_type },
+          request.body.target_url,
+          { via: 'api', by: operator },
+        );
+        const attempt = attemptOut(recorded);
+        const { result } = recorded;
+        if (result.kind === 'refused') {
+          throw new HooklineError(
+            'replay_refused',
+            `${result.phase} time: ${result.reason}: ${result.detail}`,
+            {
+              attempt,
+            },
+          );
+        }
+        if (result.kind === 'failed') {
+          throw new HooklineError('replay_failed', `${result.reason}: ${result.detail}`, { attempt });
+        }
+        return attempt;
       },
     );
   };

@@ -23,10 +23,20 @@ type ProblemOf = (error: ZodError) => HooklineError;
 
 /** How a schema's refusal becomes a problem; default: the errors plugin's reading of a ZodError. */
 const problems = new WeakMap<z.ZodType, ProblemOf>();
+/** What an absent body reads as, for a schema that says (default: undefined). */
+const absentBodies = new WeakMap<z.ZodType, unknown>();
 
-/** `schema` answers its refusals with `problemOf` (an `invalid_filter`, a `field` member, …). */
-export function refusedAs<T extends z.ZodType>(schema: T, problemOf: ProblemOf): T {
+/**
+ * `schema` answers its refusals with `problemOf` (an `invalid_filter`, a `field` member, …);
+ * `absentBody`: an absent body is checked as this value (`{}`: a missing member is named).
+ */
+export function refusedAs<T extends z.ZodType>(
+  schema: T,
+  problemOf: ProblemOf,
+  options: { readonly absentBody?: unknown } = {},
+): T {
   problems.set(schema, problemOf);
+  if ('absentBody' in options) absentBodies.set(schema, options.absentBody);
   return schema;
 }
 
@@ -40,14 +50,15 @@ export const fieldProblem =
 
 /**
  * Fastify's validator compiler for zod route schemas. A body that is absent (or JSON `null`)
- * reaches zod as `undefined`, as the handlers always read it; a path parameter is one value, so
+ * reaches zod as `undefined` (or the schema's `absentBody`), as the handlers always read it; a path parameter is one value, so
  * its issues do not name it (the parameter schema is an object only so the document lists it).
  */
 export function zodValidatorCompiler({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) {
   const zod = schema as unknown as z.ZodType;
   const problemOf = problems.get(zod) ?? toHooklineError;
+  const absent = absentBodies.get(zod);
   return (data: unknown) => {
-    const parsed = zod.safeParse(httpPart === 'body' && data === null ? undefined : data);
+    const parsed = zod.safeParse(httpPart === 'body' && data === null ? absent : data);
     if (parsed.success) return { value: parsed.data };
     const error =
       httpPart === 'params'

@@ -226,6 +226,44 @@ export const EventDetail = z
   })
   .register(apiSchemas, { id: 'EventDetail' });
 
+export const ReplayIn = z
+  .object({
+    target_url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .describe('Where to send the delivery: https, a host that resolves only to public addresses.'),
+  })
+  .register(apiSchemas, { id: 'ReplayIn' });
+
+export const ReplayAttempt = z
+  .object({
+    event_id: z.number().int(),
+    attempt: z.number().int().describe("0 for the delivery's first replay, then 1, 2, …"),
+    target: z.string(),
+    outcome: z
+      .enum(['delivered', 'refused', 'failed'])
+      .describe(
+        'delivered: the target answered, whatever the status (a redirect is reported, not followed).',
+      ),
+    status: z.number().int().nullable().describe("The target's HTTP status when delivered."),
+    location: z.string().nullable().describe('The Location of a 3xx answer (not followed).'),
+    reason: z
+      .string()
+      .nullable()
+      .describe(
+        'refused: invalid_url, scheme, userinfo, host, address or resolution; failed: timeout, tls or network.',
+      ),
+    phase: z.enum(['call', 'connect']).nullable().describe('refused: when the SSRF guard said no.'),
+    detail: z.string().nullable(),
+    latency_ms: z.number().int(),
+    via: z.enum(['api', 'ui', 'mcp']),
+    by: z.string().describe('The operator or human who asked, or the endpoint slug (mcp).'),
+    attempted_at: dateTime,
+    response_snippet: z.string().optional().describe("delivered: the start of the target's answer (1 KiB)."),
+  })
+  .register(apiSchemas, { id: 'ReplayAttempt', description: 'One replay of a delivery, as recorded.' });
+
 export const Me = z
   .object({
     operator: z.string().describe('The signed-in human; owner of agents and endpoints.'),

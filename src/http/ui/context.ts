@@ -7,6 +7,7 @@ import type { Config } from '../../config.ts';
 import type { DB } from '../../db/database.ts';
 import type { EventStore, Position } from '../../eventstore/port.ts';
 import type { LiveHub } from '../../live/hub.ts';
+import type { ReplayClient } from '../../replay/index.ts';
 import type { Views } from './views.ts';
 
 /** What the screens need; every screen reads read models only. */
@@ -18,6 +19,8 @@ export interface UiDeps {
   readonly projections: Pick<ProjectionRunner, 'waitFor'>;
   readonly hub: LiveHub;
   readonly views: Views;
+  /** Outbound replay through the SSRF guard (the detail page's Replay). */
+  readonly replay: Pick<ReplayClient, 'replay'>;
   /** Every provider with its counters, from `db` (default the app's; a page's snapshot passes its own). */
   readonly listProviders: (db?: DB) => Promise<readonly ProviderListing[]>;
   /** Just the names, for the log's filter: no counters to compute. */

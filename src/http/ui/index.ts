@@ -19,6 +19,7 @@ export function createUi(runtime: Runtime, live: Live, shared: { readonly secret
     store: runtime.store,
     projections: runtime.projections,
     hub: live.hub,
+    replay: runtime.replay,
     listProviders: (db = runtime.db) => listProviders(runtime.config, db, runtime.clock.now()),
     providerNames: () => providerNames(runtime.config, runtime.db),
     views: createViews({ assets, version: runtime.config.version }),

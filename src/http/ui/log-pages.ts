@@ -4,6 +4,7 @@ import { HooklineError } from '../../errors.ts';
 import { findLoggedDelivery } from '../logged-delivery.ts';
 import { layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 import { formFields, jsonTokens, prettyJson, rawSegments } from './payload-view.ts';
+import { replayPanel } from './replay-form.ts';
 import { readAtLogPosition } from './snapshot.ts';
 
 const FILTERS = ['provider', 'event_type', 'since', 'q', 'cursor', 'limit', 'after', 'position'] as const;
@@ -31,7 +32,7 @@ const toQuery = (params: Record<string, string | undefined>): string => {
   return text ? `?${text}` : '';
 };
 
-/** GET /log (spec 4.5) and GET /log/{id} (spec 4.6). */
+/** GET /log (spec 4.5) and GET /log/{id} (spec 4.6), whose Replay card posts to replay-form.ts. */
 export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
   app.get('/log', async (request, reply) => {
     const q = readQuery(request);
@@ -114,6 +115,7 @@ export function registerLogPages(app: FastifyInstance, deps: UiDeps): void {
         form: formFields(bytes, event.content_type),
         raw,
         rawIsText: raw.every((s) => 'text' in s),
+        ...(await replayPanel(deps, event.id)),
       }),
     );
   });

@@ -9,6 +9,7 @@ import { type FriendsPageDeps, registerFriendsPage } from './friends-page.ts';
 import { registerLogPages } from './log-pages.ts';
 import { registerPages } from './pages.ts';
 import { registerQuarantinePage } from './quarantine-page.ts'; // RULES (issue 7)
+import { registerReplayForm } from './replay-form.ts';
 import { registerSettingsPage } from './settings-page.ts';
 import { registerTodosPages } from './todos-pages.ts';
 import { registerWebhooksPages } from './webhooks-pages.ts';
@@ -33,6 +34,7 @@ export function uiPlugin(deps: FriendsPageDeps & { readonly assets: Assets }) {
         await registerAssetRoutes(ui, deps.assets);
         registerPages(ui, deps);
         registerLogPages(ui, deps);
+        registerReplayForm(ui, deps);
         registerSettingsPage(ui, deps);
         registerQuarantinePage(ui, deps); // RULES (issue 7)
         registerAgentsPage(ui, deps);

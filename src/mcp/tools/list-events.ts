@@ -30,6 +30,13 @@ const input = z.object({
     )
     .optional()
     .describe('Lower bound, inclusive: an ISO-8601 date-time, or an event id.'),
+  q: z
+    .string({ error: 'q must be a string of search words, such as "invoice overdue" -test.' })
+    .max(200, { error: 'q is longer than 200 characters.' })
+    .optional()
+    .describe(
+      'Full text over payloads and event types, as the log screen searches: words (all must match, case folded), "a phrase", -word to exclude, or. At most 200 characters.',
+    ),
   cursor: z
     .string({ error: 'cursor must be the next_cursor of a previous page.' })
     .max(200, { error: 'cursor is not one this server issued.' })
@@ -48,7 +55,7 @@ export const listEvents = defineTool({
   name: 'list_events',
   title: 'List accepted events',
   description:
-    "Accepted deliveries this endpoint may read, newest first (received_at, then id): the instance's receivers (signed, generic, broker), this endpoint's own webhooks and its own hand-offs. EventSummary rows, no payloads or headers (get_event has them). Filters as the log screen: provider, event_type, since; page with cursor. A bad value is invalid_argument.",
+    "Accepted deliveries this endpoint may read, newest first (received_at, then id): the instance's receivers (signed, generic, broker), this endpoint's own webhooks and its own hand-offs. EventSummary rows, no payloads or headers (get_event has them). Filters as the log screen: provider, event_type, since, q (full text over payloads and event types); page with cursor (keep the same filters). A bad value is invalid_argument.",
   input,
   argumentErrors: 'result',
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
@@ -60,6 +67,7 @@ export const listEvents = defineTool({
           provider: args.provider,
           event_type: args.event_type,
           since: args.since === undefined ? undefined : String(args.since),
+          q: args.q,
         },
         args.cursor,
         args.limit,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { findDeliveryPayload } from '../../../projections/log.queries.ts';
 import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
 import { HooklineError } from '../../errors.ts';
+import { replayAndRecord } from '../../replay/record.ts';
 import { failure, ok } from '../result.ts';
 import { defineTool } from './types.ts';
 
@@ -9,14 +10,14 @@ export const replayWebhookEvent = defineTool({
   name: 'replay_webhook_event',
   title: 'Replay a webhook delivery',
   description:
-    "Sends a delivery of one of this endpoint's webhooks again, body bytes and content type exactly as received, to target_url or else to the endpoint's first replay target (fixed at vend time); with neither, replay_target_required. Targets must be https and resolve only to public addresses (checked now and again when connecting); redirects are reported, never followed.",
+    "Sends a delivery of one of this endpoint's webhooks again, body bytes and content type exactly as received, to target_url or else to the endpoint's first replay target (fixed at vend time); with neither, replay_target_required. Targets must be https and resolve only to public addresses (checked now and again when connecting); redirects are reported, never followed. Every attempt, refused ones too, is recorded with the delivery (its detail page lists them).",
   input: z.object({
     event_id: z.number().int().min(1).describe('The delivery (event id) to replay.'),
     target_url: z.string().min(1).max(2048).optional().describe('Where to send it (https only).'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   async run(ctx, args) {
-    const { db, replay } = ctx.services.runtime;
+    const { db, store, clock, replay } = ctx.services.runtime;
     const row = await findDeliveryPayload(db, args.event_id);
     const owned = (await listWebhooksOfEndpoint(db, ctx.endpoint.id)).map((w) => `webhook:${w.id}`);
     if (!row || !owned.includes(row.provider)) {
@@ -29,12 +30,12 @@ export const replayWebhookEvent = defineTool({
         'name a target_url: this endpoint was vended without replay targets',
       );
     }
-    const result = await replay.replay({
+    const { result } = await replayAndRecord(
+      { store, clock, replay },
+      { id: Number(row.id), payload: row.payload, content_type: row.content_type },
       target,
-      body: row.payload,
-      contentType: row.content_type,
-      headers: { 'x-hookline-event-id': String(args.event_id) },
-    });
+      { via: 'mcp', by: ctx.endpoint.slug, endpointId: ctx.endpoint.id },
+    );
     switch (result.kind) {
       case 'delivered':
         return ok({
