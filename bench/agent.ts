@@ -17,6 +17,7 @@
  * `npm run bench:agent [-- --duration 10 --senders 16 --agents 4 --only postgres,embedded --rules 0,5]`.
  * HOOKLINE_BENCH_PG_URL: admin URL of the PostgreSQL server (default the local one).
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import os from 'node:os';
@@ -29,6 +30,7 @@ import autocannon from 'autocannon';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
+import { formatWriterStats, scrapeMetrics, writerStats } from './writer-stats.ts';
 
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
@@ -370,9 +372,18 @@ async function main(): Promise<void> {
       const { child, ready } = await startChild(env);
       try {
         await instanceReceiver(ready.port, 2, senders); // warm-up
+        const base = `http://127.0.0.1:${ready.port}`;
+        let metrics = await scrapeMetrics(base);
         const instance = await instanceReceiver(ready.port, seconds, senders);
+        const phase = async (name: string) => {
+          const now = await scrapeMetrics(base);
+          console.log(`  ${mode}, ${name}: ${formatWriterStats(writerStats(metrics, now))}`);
+          metrics = now;
+        };
+        await phase('instance receiver');
         for (const rules of ruleCounts) {
           const r = await agentPath(ready, rules, seconds, senders, agentCount);
+          await phase(`${rules} rules (agents' claims and completions included)`);
           const once = r.claimed >= r.posted.ok && r.unique === r.claimed;
           exactlyOnce &&= once;
           rows.push({

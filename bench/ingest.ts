@@ -7,6 +7,7 @@
  * the CPU of the server and of its PostgreSQL backends, rows, WAL bytes and deliveries per commit.
  * `npm run bench:ingest [-- --seconds 10 --rounds 3 --connections 32 --only bare,durable,postgres,embedded]`.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -30,6 +31,7 @@ import {
 import { memoryOf, peakRssMb, postmasterOf, processTree, sampleTreePeak } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
+import { formatWriterStats, scrapeMetrics, type WriterStats, writerStats } from './writer-stats.ts';
 
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
@@ -343,6 +345,7 @@ async function main(): Promise<void> {
         let warmupOk = 0;
         let start: DatabaseCounters | undefined;
         let cpu: { node?: number; postgres?: number } = {};
+        let writer: WriterStats | undefined;
         try {
           if (database) start = await databaseCounters(BENCH_ADMIN_URL, database);
           if (warmup > 0) warmupOk = (await drive(target, port, warmup, connections, body, deliveryIds)).ok;
@@ -353,7 +356,11 @@ async function main(): Promise<void> {
           const treeBefore = dir ? managedPostgresCpu(dir) : undefined;
           const pgPeak = dir ? sampleTreePeak(() => postmasterOf(dir)) : undefined;
           const totalPeak = dir && child.pid ? sampleTotal(child.pid, dir) : undefined;
+          const hookline = target === 'postgres' || target === 'embedded';
+          const metricsBefore = hookline ? await scrapeMetrics(`http://127.0.0.1:${port}`) : undefined;
           figures = await drive(target, port, seconds, connections, body, deliveryIds);
+          if (metricsBefore !== undefined)
+            writer = writerStats(metricsBefore, await scrapeMetrics(`http://127.0.0.1:${port}`));
           const postgres = pgPeak?.stop();
           const totalMb = totalPeak?.stop();
           if (postgres) figures.postgres = postgres;
@@ -392,7 +399,9 @@ async function main(): Promise<void> {
           await writeFile(path.join(profileDir, 'deliveries'), `${warmupOk + figures.ok}\n`);
         }
         roundResults.push({ ...figures, costs });
-        console.log(`  round ${round + 1}, ${target}: done`);
+        console.log(
+          `  round ${round + 1}, ${target}: done${writer ? `; ${(figures.ok / writer.batches).toFixed(1)} deliveries a group commit, ${formatWriterStats(writer)}` : ''}`,
+        );
       } finally {
         await cleanup();
       }

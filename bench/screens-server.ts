@@ -10,6 +10,7 @@ import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { formatMb, peakRssMb } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 import { wallMs } from './screens-clients.ts';
+import { type WriterStats, writerStats } from './writer-stats.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -27,6 +28,8 @@ export interface SseInjection {
   readonly wakeP99: number;
   /** When the plain subscriber got delivery id i + 1 (wall-clock ms, sub-ms precision; NaN: never). */
   readonly subscriberAt: number[];
+  /** The group commit during the injection (batches, their size, queue, connection and call times). */
+  readonly writer: WriterStats;
   /** The server's event-loop delay during the injection, ms. */
   readonly loopDelay: { readonly p50: number; readonly p99: number; readonly max: number };
 }
@@ -55,6 +58,7 @@ async function serve(databaseUrl: string): Promise<void> {
   const { loadConfig } = await import('../src/config.ts');
   const { createRuntime } = await import('../src/runtime.ts');
   const { createDeliveryRecorder } = await import('../src/ingest/recorder.ts');
+  const { processMetrics } = await import('../src/metrics/instruments.ts');
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     HOOKLINE_HOST: '127.0.0.1',
@@ -99,6 +103,7 @@ async function serve(databaseUrl: string): Promise<void> {
     handedAt.clear();
     const total = rate * seconds;
     subscriberAt = new Array<number>(total).fill(Number.NaN);
+    const metricsBefore = await processMetrics.metrics();
     loop.reset();
     loop.enable();
     const started = performance.now();
@@ -138,6 +143,7 @@ async function serve(databaseUrl: string): Promise<void> {
     const elapsed = (performance.now() - started) / 1000;
     while (storeLatencies.length < sent) await new Promise((r) => setTimeout(r, 20));
     loop.disable();
+    const writer = writerStats(metricsBefore, await processMetrics.metrics());
     const wakeLatencies: number[] = [];
     for (const [position, acked] of ackedAt) {
       const handed = handedAt.get(position);
@@ -157,6 +163,7 @@ async function serve(databaseUrl: string): Promise<void> {
       wakeP50: percentile(wakeLatencies, 0.5),
       wakeP99: percentile(wakeLatencies, 0.99),
       subscriberAt,
+      writer,
       loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
     };
   };

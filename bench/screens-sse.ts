@@ -8,6 +8,7 @@
  * Where the load's latency exceeds the probes', the difference is the load generator's own delay,
  * not the server's. Each group reports its event-loop delay beside its latencies.
  */
+
 import { Worker } from 'node:worker_threads';
 import { type GroupInit, type GroupResult, Histogram, type ToGroup } from './screens-clients.ts';
 import {
@@ -18,6 +19,7 @@ import {
   startServer,
   withDatabase,
 } from './screens-server.ts';
+import { formatWriterStats } from './writer-stats.ts';
 
 const CLIENTS_SCRIPT = new URL('./screens-clients.ts', import.meta.url);
 
@@ -137,6 +139,7 @@ export async function sseBench(
           `sse: ${injected.sent} deliveries in ${injected.seconds.toFixed(1)} s (${Math.round(injected.sent / injected.seconds)}/s) to ${clients} clients`,
           `  latency p50 ${ms(all.percentile(0.5))} ms, p99 ${ms(all.percentile(0.99))} ms, max ${all.max.toFixed(0)} ms over ${all.count} receptions`,
           `  append to durable (group commit): p50 ${injected.commitP50} ms, p99 ${injected.commitP99} ms`,
+          `    ${formatWriterStats(injected.writer)}`,
           `  append to subscriber (the store's live subscription): p50 ${injected.storeP50} ms, p99 ${injected.storeP99} ms`,
           `    of which acknowledged to subscriber (wake-up and live read): p50 ${injected.wakeP50} ms, p99 ${injected.wakeP99} ms`,
           `  subscriber to client (hub, SSE writes, client): p50 ${ms(allFromSubscriber.percentile(0.5))} ms, p99 ${ms(allFromSubscriber.percentile(0.99))} ms`,

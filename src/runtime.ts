@@ -6,7 +6,7 @@ import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; 
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { migrateToLatest, schemaAtHead } from './db/migrate.ts';
 import { openEmbedded, openPostgres, type SqlDatabase } from './db/open.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
@@ -76,6 +76,7 @@ export async function openSql(
  * duration (db/open.ts): a migration may run long, an index over a big table say.
  */
 async function migrate(sql: SqlDatabase): Promise<void> {
+  if (await schemaAtHead(sql.db)) return; // every start but the first: no connection of its own either
   const unbounded = openPostgres(sql.url, { max: 1, queryTimeoutMs: 0 });
   try {
     await migrateToLatest(unbounded.db);

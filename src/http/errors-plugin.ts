@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -6,6 +5,11 @@ import { ZodError } from 'zod';
 import { asHooklineError, HooklineError, type ProblemDocument } from '../errors.ts';
 import { EventTooLargeError, StoreUnavailableError, WrongExpectedVersionError } from '../eventstore/port.ts';
 import { redactUrl } from './redact-url.ts';
+
+// Not `import { STATUS_CODES } from 'node:http'`: an ES import of node:http builds its namespace from
+// every export, and reading the lazy ones (WebSocket and friends) loads Node's bundled undici, about
+// 60 ms of CPU at every start (bench/README.md, "Start-up time"). test/http/builtin-imports.unit.test.ts.
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
  * The one error handler: every error of every route becomes an RFC 9457 problem document.

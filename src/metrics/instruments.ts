@@ -29,6 +29,29 @@ export const appendBatchSize = new Histogram({
   registers: [processMetrics],
 });
 
+const appendSecondsBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export const appendQueueSeconds = new Histogram({
+  name: 'hookline_append_queue_seconds',
+  help: 'Time an append of the SQL event store waited in the group commit queue before its batch was taken.',
+  buckets: appendSecondsBuckets,
+  registers: [processMetrics],
+});
+
+export const appendConnectSeconds = new Histogram({
+  name: 'hookline_append_connect_seconds',
+  help: 'Time a group commit batch waited for its database connection.',
+  buckets: appendSecondsBuckets,
+  registers: [processMetrics],
+});
+
+export const appendCommitSeconds = new Histogram({
+  name: 'hookline_append_commit_seconds',
+  help: 'Time of one group commit on its connection: the es_append_batch call and its commit.',
+  buckets: appendSecondsBuckets,
+  registers: [processMetrics],
+});
+
 export const ruleEvaluations = new Counter({
   name: 'hookline_rule_evaluations_total',
   help: 'Deliveries whose webhook rules ran in the sandbox, by outcome (routed, dropped, held, default, faulted).',

@@ -40,6 +40,8 @@ describe('GET /metrics (Prometheus text, prom-client)', () => {
     const accepted =
       sample(before, 'hookline_deliveries_total', { provider: 'codehost', outcome: 'accepted' }) ?? 0;
     const timed = sample(before, 'hookline_ingest_duration_seconds_count', { provider: 'codehost' }) ?? 0;
+    const queued = sample(before, 'hookline_append_queue_seconds_count') ?? 0;
+    const commits = sample(before, 'hookline_append_commit_seconds_count') ?? 0;
     await sendCodehost(s.url, { n: 1 });
     await sendCodehost(s.url, { n: 2 });
     const forged = await fetch(`${s.url}/webhooks/codehost`, {
@@ -56,6 +58,12 @@ describe('GET /metrics (Prometheus text, prom-client)', () => {
     expect(sample(after, 'hookline_ingest_duration_seconds_count', { provider: 'codehost' })).toBe(timed + 2);
     // Each accepted delivery was committed by some group commit of the SQL event store.
     expect(sample(after, 'hookline_append_batch_size_sum')).toBeGreaterThanOrEqual(2);
+    // Each waited in the group commit's queue, and at least one batch took a connection and committed.
+    expect(sample(after, 'hookline_append_queue_seconds_count')).toBeGreaterThanOrEqual(queued + 2);
+    expect(sample(after, 'hookline_append_commit_seconds_count')).toBeGreaterThan(commits);
+    expect(sample(after, 'hookline_append_connect_seconds_count')).toBe(
+      sample(after, 'hookline_append_commit_seconds_count'),
+    );
   });
 
   it('shows todos by queue and state, stream clients and projection lag', async () => {

@@ -251,6 +251,12 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
       expect(await rows.nth(1).locator('[data-field="target"]').textContent()).toBe(
         `${target.origin()}/from-the-page`,
       );
+      // At phone width the attempts stack as cards: nothing to scroll sideways.
+      await page.setViewportSize({ width: 390, height: 844 });
+      const overflow = await page
+        .locator('[data-replay-panel] .table-wrap')
+        .evaluate((el) => el.scrollWidth - el.clientWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
       expect(problems).toEqual([]);
     } finally {
       await context.close();

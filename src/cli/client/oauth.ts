@@ -1,7 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oauth from 'oauth4webapi';
 import { credentialKey, type StoredCredentials } from './credentials.ts';
+
+// As in src/http/errors-plugin.ts: node:http without an ES import, which would load undici.
+const { createServer } = process.getBuiltinModule('node:http');
 
 export const CLI_CLIENT_ID = 'hookline-cli';
 const client: oauth.Client = { client_id: CLI_CLIENT_ID };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { SqlDatabase } from '../../db/open.ts';
+import { openPostgres, type SqlDatabase } from '../../db/open.ts';
 import {
   type AppendOptions,
   type AppendResult,
@@ -25,6 +25,7 @@ import {
   isFullPage,
   readAllPage,
   readCommittedPosition,
+  readEventRow,
   readHeadPosition,
   readStreamLastPosition,
   readStreamPage,
@@ -47,7 +48,11 @@ export interface SqlEventStoreOptions {
   readonly pollMs?: number;
   /** While live, the end of $all is read at most once per this interval, however often commits come. Default 10 ms. */
   readonly liveIntervalMs?: number;
-  /** PostgreSQL: append batches written at once on separate connections. Default 2. */
+  /**
+   * PostgreSQL: append batches written at once, each on a connection of the writer's own (a pool of
+   * this size beside the database's, so that a batch never waits for a connection behind reads and
+   * projections). Default 2.
+   */
   readonly writers?: number;
   /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
   readonly notifyChannel?: string;
@@ -135,9 +140,10 @@ export async function createSqlEventStore(
   // node-pg emits 'error' on a checked-out client whose connection dies between queries (inside a
   // transaction, say), and the pool listens only on idle ones: without a listener the process dies.
   // The query in flight, or the next one, still fails and is handled where it was issued.
-  sqlDb.pool?.on('connect', (client) => {
+  const guard = (client: { listeners(e: string): unknown[]; on(e: string, f: () => void): unknown }) => {
     if (!client.listeners('error').includes(ignoreClientError)) client.on('error', ignoreClientError);
-  });
+  };
+  sqlDb.pool?.on('connect', guard);
   try {
     await sql`select 1 from es_events limit 0`.execute(db);
   } catch (err) {
@@ -158,9 +164,15 @@ export async function createSqlEventStore(
     (err) => onError(err, 'listen'),
   );
 
+  const writers = Math.max(1, options.writers ?? 2);
+  // The group commit's own connections (issues 22, 23): on the shared pool a batch waited behind
+  // the projections' transactions and the requests' reads for a free connection (the
+  // hookline_append_connect_seconds histogram), which every delivery of the batch then waited too.
+  const writerSql = openPostgres(sqlDb.url, { max: writers });
+  writerSql.pool.on('connect', guard);
   const writer = createAppendWriter({
-    db,
-    maxInFlight: Math.max(1, options.writers ?? 2),
+    db: writerSql.db as AnyDb,
+    maxInFlight: writers,
     notifyChannel: channel,
     notifyPayload: instance,
     onCommitted: (_events, newest) => {
@@ -252,6 +264,12 @@ export async function createSqlEventStore(
     readStream,
     readAll,
 
+    async readEvent(streamId, revision) {
+      if (typeof streamId !== 'string' || streamId.includes('\u0000') || revision < 0n) return undefined;
+      const row = await readEventRow(db, streamId, revision);
+      return row ? toRecordedEvent(row) : undefined;
+    },
+
     subscribeAll: (opts) =>
       subscribeAllSql(
         {
@@ -299,6 +317,7 @@ export async function createSqlEventStore(
     close() {
       closing ??= (async () => {
         await writer.drain();
+        await writerSql.close();
         closed.abort();
         await listener.stop();
         await Promise.allSettled([...loops]);

@@ -1,5 +1,10 @@
 import { sql } from 'kysely';
-import { appendBatchSize } from '../../metrics/instruments.ts';
+import {
+  appendBatchSize,
+  appendCommitSeconds,
+  appendConnectSeconds,
+  appendQueueSeconds,
+} from '../../metrics/instruments.ts';
 import {
   type AppendResult,
   type ContentType,
@@ -45,6 +50,8 @@ interface PendingAppend {
   readonly parts: readonly StreamWrite[];
   readonly bytes: number;
   readonly eventCount: number;
+  /** performance.now() when it was queued. */
+  readonly queuedAt: number;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -140,6 +147,8 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       events += p.eventCount;
     }
     queue = rest;
+    const now = performance.now();
+    for (const p of batch) appendQueueSeconds.observe((now - p.queuedAt) / 1000);
     return batch;
   }
 
@@ -234,7 +243,7 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       for (const e of w.events) bytes += e.data.byteLength + (e.metadata?.byteLength ?? 0);
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      queue.push({ parts, bytes, eventCount, resolve, reject });
+      queue.push({ parts, bytes, eventCount, queuedAt: performance.now(), resolve, reject });
       schedule();
     });
   }
@@ -328,7 +337,7 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       }
     }
   });
-  const { rows } = await sql<{
+  const query = sql<{
     ok: boolean;
     conflict: boolean;
     revision: string;
@@ -347,7 +356,16 @@ async function writeBatch(options: WriterOptions, batch: readonly PendingAppend[
       ${metadata.bytes()}::bytea, ${metadata.offsets}::int[], ${metadata.lengths}::int[],
       ${options.notifyChannel ?? null}::text, ${options.notifyPayload}::text,
       ${stamps.part}::int[], ${stamps.add}::int[], ${stamps.offset}::int[],
-      ${keyed ? events.uniqueKey : null}::text[])`.execute(options.db);
+      ${keyed ? events.uniqueKey : null}::text[])`;
+  // The connection is taken first, so that the wait for it and the call are timed apart.
+  const asked = performance.now();
+  const { rows } = await options.db.connection().execute(async (connection) => {
+    const connected = performance.now();
+    appendConnectSeconds.observe((connected - asked) / 1000);
+    const result = await query.execute(connection);
+    appendCommitSeconds.observe((performance.now() - connected) / 1000);
+    return result;
+  });
   if (rows.length !== appends.stream.length)
     throw new Error(`es_append_batch answered ${rows.length} of ${appends.stream.length} appends`);
   let row = 0;
