@@ -226,8 +226,8 @@ async function drive(
       'x-hub-signature-256': signature,
       'x-github-event': 'push',
     },
-    // A real sender names each delivery: every request carries a fresh id, so the dedup
-    // reservation runs as in production (`--no-delivery-id` leaves it out, for comparison).
+    // A real sender names each delivery: every request carries a fresh id, so the dedup by
+    // external id runs as in production (`--no-delivery-id` leaves it out, for comparison).
     requests: !deliveryIds
       ? [{}]
       : [

@@ -46,13 +46,12 @@ async function seedLog(databaseUrl: string, rows: number): Promise<void> {
   // customer of its own (a search that matches one row) and one of 1,000 teams (one row in 1,000).
   await c.query(
     `insert into log_events (id, event_uuid, position, provider, event_type, trust_mode, verified,
-       verify_detail, external_id, content_type, source_ip, headers, payload, payload_size, received_at,
-       search_text)
+       verify_detail, external_id, content_type, source_ip, payload_size, received_at, search_text)
      select g, gen_random_uuid(), '1:' || g,
        (array['codehost','payments','chat','generic:ci','broker:builds'])[1 + g % 5],
        (array['push','pull_request','issues','release','invoice.paid','message','build'])[1 + (g / 5) % 7],
-       'signed', true, 'sha256', null, 'application/json', '127.0.0.1', '{}'::jsonb,
-       convert_to(t, 'UTF8'), length(t), now() - ($1::int - g) * interval '2 seconds', t
+       'signed', true, 'sha256', null, 'application/json', '127.0.0.1',
+       length(t), now() - ($1::int - g) * interval '2 seconds', t
      from generate_series(1, $1::int) g,
        lateral (select '{"n":' || g || ',"customer":"cust' || g || '","team":"acme' || (g % 1000) || '"}' as t) p`,
     [rows],

@@ -1,9 +1,12 @@
 import { type Kysely, type Selectable, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
-import type { IngestAck, TrustMode } from '../src/domain/delivery/events.ts';
+import { DELIVERIES_STREAM, type IngestAck, type TrustMode } from '../src/domain/delivery/events.ts';
+import { decodeDeliveryMetadata } from '../src/domain/events.ts';
 import { parseProviderName } from '../src/domain/provider/names.ts';
 import { HooklineError } from '../src/errors.ts';
+import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { LogEventsTable } from './log.table.ts';
+import { textSafe } from './pg-safe.ts';
 
 const decoder = new TextDecoder();
 
@@ -24,16 +27,38 @@ export interface EventSummary {
   readonly received_at: string;
 }
 
-/** Spec 2.3, plus the raw bytes (`payload` is their UTF-8 reading) and the disposition. */
-export interface EventDetail extends EventSummary {
+/** A delivery as the log read model keeps it: spec 2.3 but the headers and the payload, which stay in its event. */
+export interface LoggedDelivery extends EventSummary {
   readonly verify_detail: string | null;
   readonly external_id: string | null;
   readonly content_type: string | null;
   readonly source_ip: string | null;
+  readonly disposition: string | null;
+}
+
+/** Spec 2.3, plus the raw bytes (`payload` is their UTF-8 reading) and the disposition. */
+export interface EventDetail extends LoggedDelivery {
   readonly headers: Readonly<Record<string, string>>;
   readonly payload: string;
   readonly payload_bytes: Uint8Array;
-  readonly disposition: string | null;
+}
+
+/** Where delivery `id`'s event sits in the store: the `deliveries` stream, revision id - 1. */
+export const deliveryEventOf = (id: number): { readonly streamId: string; readonly revision: bigint } => ({
+  streamId: DELIVERIES_STREAM,
+  revision: BigInt(id) - 1n,
+});
+
+/**
+ * The detail of a logged delivery: its row, and the headers and payload from its event (read with
+ * deliveryEventOf). Header values show a NUL as U+FFFD, as the read model used to store them.
+ */
+export function eventDetail(row: LoggedDelivery, event: RecordedEvent): EventDetail {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(decodeDeliveryMetadata(event).headers))
+    headers[textSafe(k)] = textSafe(v);
+  const bytes = event.data;
+  return { ...row, headers, payload: decoder.decode(bytes), payload_bytes: bytes };
 }
 
 /**
@@ -231,28 +256,45 @@ export async function listEvents(
   };
 }
 
-/** Spec 4.6; undefined when no event has that id (or the id is not an integer), or the scope does not see it. */
-export async function getEvent(
+/**
+ * Spec 4.6 but the bytes (eventDetail adds them); undefined when no event has that id (or the id
+ * is not an integer), or the scope does not see it.
+ */
+export async function getLoggedDelivery(
   db: Kysely<Database>,
   id: number | bigint | string,
   scope?: EventScope,
-): Promise<EventDetail | undefined> {
+): Promise<LoggedDelivery | undefined> {
   const text = String(id);
   if (!/^[0-9]{1,18}$/.test(text)) return undefined;
-  const r = await visibleTo(db.selectFrom('log_events').selectAll(), scope)
+  const r = await visibleTo(
+    db
+      .selectFrom('log_events')
+      .select([
+        'id',
+        'provider',
+        'event_type',
+        'trust_mode',
+        'verified',
+        'payload_size',
+        'received_at',
+        'verify_detail',
+        'external_id',
+        'content_type',
+        'source_ip',
+        'disposition',
+      ]),
+    scope,
+  )
     .where('id', '=', BigInt(text))
     .executeTakeFirst();
   if (!r) return undefined;
-  const bytes = new Uint8Array(r.payload);
   return {
     ...toSummary(r),
     verify_detail: r.verify_detail,
     external_id: r.external_id,
     content_type: r.content_type,
     source_ip: r.source_ip,
-    headers: r.headers,
-    payload: decoder.decode(bytes),
-    payload_bytes: bytes,
     disposition: r.disposition,
   };
 }
@@ -288,7 +330,10 @@ export async function recentCounts(db: Kysely<Database>, since: Date): Promise<M
   return new Map(rows.map((r) => [r.provider, Number(r.n)]));
 }
 
-/** A webhook's deliveries as its rules see them, newest first (the save dry run, test_webhook_rules). */
+/**
+ * A webhook's deliveries as its rules see them, newest first (the save dry run,
+ * test_webhook_rules); their headers and payloads are in their events (deliveryEventOf).
+ */
 export async function recentWebhookDeliveries(
   db: Kysely<Database>,
   webhookId: string,
@@ -299,14 +344,12 @@ export async function recentWebhookDeliveries(
     readonly provider: string;
     readonly event_type: string | null;
     readonly content_type: string | null;
-    readonly headers: Record<string, string>;
-    readonly payload: Uint8Array;
     readonly received_at: string;
   }[]
 > {
   let q = db
     .selectFrom('log_events')
-    .select(['id', 'provider', 'event_type', 'content_type', 'headers', 'payload', 'received_at'])
+    .select(['id', 'provider', 'event_type', 'content_type', 'received_at'])
     .where('provider', '=', `webhook:${webhookId}`);
   if (options.eventId !== undefined) q = q.where('id', '=', options.eventId);
   const rows = await q.orderBy('id', 'desc').limit(options.limit).execute();
@@ -353,11 +396,11 @@ export async function deleteLogRowsBelow(
   return Number(result.numAffectedRows ?? 0n);
 }
 
-/** A webhook delivery's bytes for a replay: its provider tells whose webhook it was. */
-export function findDeliveryPayload(db: Kysely<Database>, id: number) {
+/** A delivery to replay: its provider tells whose webhook it was; its bytes are in its event (deliveryEventOf). */
+export function findDeliveryToReplay(db: Kysely<Database>, id: number) {
   return db
     .selectFrom('log_events')
-    .select(['id', 'provider', 'content_type', 'payload'])
+    .select(['id', 'provider', 'content_type'])
     .where('id', '=', id)
     .executeTakeFirst();
 }

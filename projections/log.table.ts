@@ -18,8 +18,6 @@ export interface LogEventsTable {
   external_id: string | null;
   content_type: string | null;
   source_ip: string | null;
-  headers: ColumnType<Record<string, string>, string, string>;
-  payload: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
   payload_size: number;
   received_at: ColumnType<Date, Date, Date>;
   disposition: string | null;
@@ -29,9 +27,13 @@ export interface LogEventsTable {
    * (signed, generic, broker), whose deliveries every endpoint may read.
    */
   endpoint_id: string | null;
-  /** What `q` searches besides the event type: the payload as text, its first SEARCH_TEXT_MAX characters. */
-  search_text: string;
-  /** Generated: the full-text vector of the event type and search_text ('simple' configuration). */
+  /**
+   * Input only: the payload as text, its first SEARCH_TEXT_MAX characters, which the insert trigger
+   * turns into `search` and stores as null. The payload itself is kept once, in its event: the
+   * detail, MCP `get_event` and replay read it from the store (src/deliveries/read.ts).
+   */
+  search_text: ColumnType<null, string, never>;
+  /** What `q` searches: the full-text vector of the event type and the payload's text ('simple' configuration). */
   search: ColumnType<string, never, never>;
 }
 
@@ -51,7 +53,7 @@ export interface LogTables {
 }
 
 /** Creates the tables and their indexes (a rebuild creates them afresh in its shadow schema). */
-export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Promise<void> {
+export async function createLogTables(db: Pick<Kysely<unknown>, 'schema' | 'getExecutor'>): Promise<void> {
   await db.schema
     .createTable('log_events')
     .ifNotExists()
@@ -66,23 +68,31 @@ export async function createLogTables(db: Pick<Kysely<unknown>, 'schema'>): Prom
     .addColumn('external_id', 'text')
     .addColumn('content_type', 'text')
     .addColumn('source_ip', 'text')
-    .addColumn('headers', 'jsonb', (c) => c.notNull())
-    .addColumn('payload', 'bytea', (c) => c.notNull())
     .addColumn('payload_size', 'integer', (c) => c.notNull())
     .addColumn('received_at', 'timestamptz', (c) => c.notNull())
     .addColumn('disposition', 'text')
     .addColumn('endpoint_id', 'text')
-    .addColumn('search_text', 'text', (c) => c.notNull().defaultTo(''))
+    .addColumn('search_text', 'text')
     // Full text (measured against pg_trgm, bench/README.md "Search (`q`)"): 'simple' splits words and
     // folds case without stemming, so ids, event names and JSON values match as written.
-    .addColumn('search', sql`tsvector`, (c) =>
-      c
-        .generatedAlwaysAs(
-          sql`to_tsvector('simple'::regconfig, coalesce(event_type, '') || ' ' || search_text)`,
-        )
-        .stored(),
-    )
+    .addColumn('search', sql`tsvector`, (c) => c.notNull())
     .execute();
+  // The vector from search_text, which is then stored as null: the payload's words stay searchable
+  // without a second copy of its text (issue 20; measured in bench/README.md). The function lives in
+  // `public`, so dropping a rebuild's shadow schema never drops it; the table is unqualified, so it
+  // is the one being created: the live one, or the shadow's in a rebuild (first in its search_path).
+  await sql`
+    create or replace function public.log_events_search_vector() returns trigger
+    language plpgsql as $$
+    begin
+      new.search := to_tsvector('simple'::regconfig, coalesce(new.event_type, '') || ' ' || coalesce(new.search_text, ''));
+      new.search_text := null;
+      return new;
+    end
+    $$`.execute(db);
+  await sql`
+    create or replace trigger log_events_search before insert on log_events
+    for each row execute function public.log_events_search_vector()`.execute(db);
   await db.schema
     .createIndex('log_events_search_idx')
     .ifNotExists()

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
@@ -6,6 +6,7 @@ import { createA2aRoutes } from './http/a2a/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createEventRoutes } from './http/api/events.ts';
 import { createFriendsRoutes } from './http/api/friends.ts';
+import { openApiPlugin } from './http/api/openapi.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
@@ -36,6 +37,8 @@ export interface BuildAppOptions {
   /** Tests: timings of the live hub (activity window, heartbeat) and the stream (keep-alive, buffer). */
   readonly live?: LiveHubOptions;
   readonly stream?: StreamOptions;
+  /** Tests: sees every route as it is registered (the OpenAPI document is checked against them). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
 /**
@@ -61,6 +64,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     routerOptions: { ignoreTrailingSlash: true },
   });
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   await app.register(errorsPlugin);
   await app.register(securityHeadersPlugin({ baseUrl: config.baseUrl })); // CSP and friends, every response
   await app.register(
@@ -100,6 +104,8 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(retentionPlugin(runtime));
   const operatorAuth = createOperatorAuth(runtime); // OAuth for operators: /oauth/*, bearer checks of /api/v1
   await app.register(oauthPlugin({ config, db: runtime.db, auth: operatorAuth }));
+  // Before the /api/v1 routes: the document is generated from the routes registered after it.
+  await app.register(openApiPlugin({ baseUrl: config.baseUrl, version: config.version })); // /api/v1/openapi.json, /api/docs
   await app.register(
     createApiRoutes({
       runtime,

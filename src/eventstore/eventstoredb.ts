@@ -333,6 +333,25 @@ export async function createEventStoreDbStore(
       if (count === 0 && opts.fromRevision === undefined) throw new StreamNotFoundError(streamId);
     },
 
+    async readEvent(streamId, revision) {
+      if (revision < 0n) return undefined;
+      try {
+        // A forward read from a revision that $tb hides starts at the first kept one: hence the check.
+        for await (const r of client.readStream(streamId, {
+          direction: FORWARDS,
+          fromRevision: revision,
+          maxCount: 1,
+        })) {
+          if (r.event) return r.event.revision === revision ? fromEs(r.event) : undefined;
+        }
+        return undefined;
+      } catch (err) {
+        if (err instanceof Error && isCommandError(err) && err.type === ErrorType.STREAM_NOT_FOUND)
+          return undefined;
+        throw mapError(err);
+      }
+    },
+
     async *readAll(opts = {}) {
       let remaining = opts.maxCount ?? Number.POSITIVE_INFINITY;
       if (remaining <= 0) return;

@@ -147,6 +147,13 @@ export interface EventStore {
   /** Throws StreamNotFoundError when the stream does not exist (or is wholly truncated away). */
   readStream(streamId: string, options?: ReadStreamOptions): AsyncIterable<RecordedEvent>;
 
+  /**
+   * One event of a stream by its revision; undefined when the stream does not hold it (never
+   * appended, or truncated away by retention). A read model that keeps only a summary reads an
+   * event's bytes back with it (the log: a delivery's payload and headers).
+   */
+  readEvent(streamId: string, revision: bigint): Promise<RecordedEvent | undefined>;
+
   /** Reads `$all` in position order, after the given position, only events whose commit is visible to every reader. */
   readAll(options?: ReadAllOptions): AsyncIterable<RecordedEvent>;
 

@@ -1,8 +1,8 @@
 import type { ProjectionRunner } from '../../projections/engine/types.ts';
-import { type EventDetail, type EventScope, getEvent } from '../../projections/log.queries.ts';
+import type { EventDetail, EventScope } from '../../projections/log.queries.ts';
 import type { DB } from '../db/database.ts';
-import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
-import { type EventStore, type Position, StreamNotFoundError } from '../eventstore/port.ts';
+import { deliveryDetail, readDeliveryEvent } from '../deliveries/read.ts';
+import type { EventStore } from '../eventstore/port.ts';
 
 export interface LoggedDeliveryDeps {
   readonly db: DB;
@@ -10,20 +10,6 @@ export interface LoggedDeliveryDeps {
   readonly projections: Pick<ProjectionRunner, 'waitFor'>;
   /** How long to wait for the log read model to pass a delivery the store holds (default 2 s). */
   readonly waitMs?: number;
-}
-
-/** Where delivery `id` (its `deliveries` revision + 1) sits in the log, if the store holds it. */
-async function deliveryPosition(store: EventStore, id: string): Promise<Position | undefined> {
-  if (!/^[0-9]{1,18}$/.test(id) || BigInt(id) < 1n) return undefined;
-  const revision = BigInt(id) - 1n;
-  try {
-    for await (const e of store.readStream(DELIVERIES_STREAM, { fromRevision: revision, maxCount: 1 })) {
-      return e.revision === revision ? e.position : undefined;
-    }
-  } catch (err) {
-    if (!(err instanceof StreamNotFoundError)) throw err;
-  }
-  return undefined;
 }
 
 /**
@@ -39,10 +25,11 @@ export async function findLoggedDelivery(
   id: string,
   scope?: EventScope,
 ): Promise<EventDetail | undefined> {
-  const found = await getEvent(deps.db, id, scope);
+  const found = await deliveryDetail(deps, id, scope);
   if (found) return found;
-  const position = await deliveryPosition(deps.store, id);
-  if (position === undefined) return undefined;
-  await deps.projections.waitFor(position, { projection: 'log', timeoutMs: deps.waitMs ?? 2000 });
-  return getEvent(deps.db, id, scope);
+  if (!/^[0-9]{1,18}$/.test(id)) return undefined;
+  const event = await readDeliveryEvent(deps.store, BigInt(id));
+  if (event === undefined) return undefined;
+  await deps.projections.waitFor(event.position, { projection: 'log', timeoutMs: deps.waitMs ?? 2000 });
+  return deliveryDetail(deps, id, scope);
 }

@@ -1,8 +1,8 @@
-import { recentWebhookDeliveries } from '../../projections/log.queries.ts';
 import { type DryRunReport, type RuleDelivery, toRuleDelivery } from '../../rules-sandbox/index.ts';
 import type { CommandDeps } from '../commands/handle-command.ts';
 import { handleCommand } from '../commands/handle-command.ts';
 import type { DB } from '../db/database.ts';
+import { type DeliveryReadDeps, recentWebhookDeliveriesWithBytes } from '../deliveries/read.ts';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import {
@@ -40,13 +40,13 @@ export interface RecentDelivery {
   readonly delivery: RuleDelivery;
 }
 
-/** The webhook's most recent deliveries as rules see them, newest first (from the log read model). */
+/** The webhook's most recent deliveries as rules see them, newest first (the log read model's rows, their events' bytes). */
 export async function recentDeliveries(
-  db: DB,
+  deps: DeliveryReadDeps,
   webhookId: string,
   options: { readonly eventId?: number; readonly limit?: number } = {},
 ): Promise<RecentDelivery[]> {
-  const rows = await recentWebhookDeliveries(db, webhookId, {
+  const rows = await recentWebhookDeliveriesWithBytes(deps, webhookId, {
     eventId: options.eventId,
     limit: options.limit ?? DRY_RUN_DELIVERIES,
   });
@@ -129,7 +129,7 @@ export async function saveRouting(
       const next = applyAll(state, events);
       const rulesChanged = events.some((e) => e.type.startsWith('WebhookRule'));
       if (!rulesChanged || next.rules.length === 0) return events;
-      const deliveries = await recentDeliveries(deps.db, webhookId);
+      const deliveries = await recentDeliveries(deps, webhookId);
       let report: DryRunReport;
       try {
         report = await deps.rules.dryRun(

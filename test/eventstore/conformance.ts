@@ -128,6 +128,23 @@ export function describeEventStoreConformance(target: ConformanceTarget): void {
       );
     });
 
+    it('reads one event by stream and revision; undefined for a revision or stream it does not hold', async () => {
+      const s = uniqueStream('one');
+      const appended = await store.append(
+        s,
+        Array.from({ length: 3 }, (_, i) => jsonEvent('N', { i })),
+      );
+      const one = await store.readEvent(s, 1n);
+      expect(one).toMatchObject({ streamId: s, revision: 1n, type: 'N' });
+      expect(JSON.parse(new TextDecoder().decode(one!.data))).toEqual({ i: 1 });
+      const [listed] = await toArray(store.readStream(s, { fromRevision: 1n, maxCount: 1 }));
+      expect(one).toEqual(listed);
+      expect((await store.readEvent(s, 2n))?.position).toBe(appended.position);
+      expect(await store.readEvent(s, 3n)).toBeUndefined();
+      expect(await store.readEvent(s, -1n)).toBeUndefined();
+      expect(await store.readEvent(uniqueStream('missing'), 0n)).toBeUndefined();
+    });
+
     it('returns payloads that are not UTF-8 byte for byte, in data and metadata', async () => {
       const s = uniqueStream('bytes');
       const start = await store.headPosition();
@@ -290,8 +307,11 @@ export function describeEventStoreConformance(target: ConformanceTarget): void {
         const left = (await toArray(store.readAll({ after: start }))).filter((e) => e.streamId === s);
         expect(left.map((e) => Number(e.revision))).toEqual([4, 5, 6, 7, 8, 9]);
       }
+      expect(await store.readEvent(s, 3n)).toBeUndefined();
+      expect((await store.readEvent(s, 4n))?.revision).toBe(4n);
       await store.truncateStream(s, 10n);
       await expect(toArray(store.readStream(s))).rejects.toBeInstanceOf(StreamNotFoundError);
+      expect(await store.readEvent(s, 9n)).toBeUndefined();
       const r = await store.append(s, [jsonEvent('T', { i: 10 })], { expectedRevision: 9n });
       expect(r.nextExpectedRevision).toBe(10n);
       expect((await toArray(store.readStream(s))).map((e) => Number(e.revision))).toEqual([10]);

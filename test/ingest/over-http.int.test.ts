@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.queries.ts';
+import { deliveryDetail } from '../../src/deliveries/read.ts';
 import { chatHeaders, codehostHeaders, type Hookline, hex, SECRETS, startHookline } from './harness.ts';
 
 /**
@@ -100,7 +100,7 @@ describe('ingestion check order over HTTP (design.md)', () => {
 describe("the real providers' header names over HTTP", () => {
   const detail = async (id: number) => {
     await h.settle();
-    return getEvent(h.runtime.db, id);
+    return deliveryDetail(h.runtime, id);
   };
 
   it('codehost: X-GitHub-Event and X-GitHub-Delivery, as the neutral X-Codehost-* names', async () => {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent } from '../../projections/log.queries.ts';
+import { deliveryDetail } from '../../src/deliveries/read.ts';
 import { jsonEvent } from '../../src/eventstore/codec.ts';
 import { reservationStream } from '../../src/ingest/recorder.ts';
 import {
@@ -139,6 +139,6 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
     expect(res!.status).toBe(202);
     const ack = (await res!.json()) as { id: number };
     await h.settle();
-    expect(await getEvent(h.runtime.db, ack.id)).toMatchObject({ id: ack.id, payload: body });
+    expect(await deliveryDetail(h.runtime, ack.id)).toMatchObject({ id: ack.id, payload: body });
   });
 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEvent, listEvents } from '../../projections/log.queries.ts';
+import { listEvents } from '../../projections/log.queries.ts';
+import { deliveryDetail } from '../../src/deliveries/read.ts';
 import { chatHeaders, codehostHeaders, type Hookline, SECRETS, startHookline } from './harness.ts';
 
 const stripe = new Stripe('sk_test_not_used');
@@ -37,7 +38,7 @@ describe('signed receivers (spec 4.1)', () => {
     });
     expect(await h.deliveries()).toBe(before + 1);
     await h.settle();
-    const detail = await getEvent(h.runtime.db, ack.id);
+    const detail = await deliveryDetail(h.runtime, ack.id);
     expect(detail).toMatchObject({
       id: ack.id,
       provider: 'codehost',
@@ -183,7 +184,7 @@ describe('signed receivers (spec 4.1)', () => {
     });
     expect(res.statusCode).toBe(202);
     await h.settle();
-    const detail = await getEvent(h.runtime.db, res.json().id);
+    const detail = await deliveryDetail(h.runtime, res.json().id);
     expect(Buffer.from(detail!.payload_bytes).equals(bytes)).toBe(true);
     expect(detail!.payload_size).toBe(bytes.length);
   });
@@ -215,6 +216,6 @@ describe('the log read model', () => {
     await expect(listEvents(h.runtime.db, { since: 'yesterday' })).rejects.toMatchObject({
       extensions: { field: 'since' },
     });
-    expect(await getEvent(h.runtime.db, 999_999)).toBeUndefined();
+    expect(await deliveryDetail(h.runtime, 999_999)).toBeUndefined();
   });
 });

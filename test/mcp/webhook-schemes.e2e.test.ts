@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliveryDetail } from '../../src/deliveries/read.ts';
 import { operator } from '../http/api/client.ts';
 import { type Agent, connectAgent, settled, startServer, type TestServer, vend } from './support.ts';
 
@@ -57,14 +58,12 @@ describe('endpoint webhooks verify the senders people have (POST /webhooks/w/<to
   const create = (args: Record<string, unknown>) =>
     agent.ok<Created>('create_webhook', { name: `hook ${randomUUID().slice(0, 8)}`, ...args });
 
-  /** The stored delivery of an event id, as the log read model has it. */
+  /** The stored delivery of an event id: the log read model's row, the headers and bytes of its event. */
   const logRow = async (id: number) => {
     await settled(server);
-    return server.runtime.db
-      .selectFrom('log_events')
-      .selectAll()
-      .where('id', '=', BigInt(id))
-      .executeTakeFirstOrThrow();
+    const detail = await deliveryDetail(server.runtime, id);
+    if (!detail) throw new Error(`no delivery ${id} in the log`);
+    return detail;
   };
   const storedFor = async (webhookId: string) => {
     await settled(server);

@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTodo } from '../../projections/todos.queries.ts';
 import { systemClock } from '../../src/clock.ts';
+import { deliveryDetail } from '../../src/deliveries/read.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
@@ -101,11 +102,7 @@ describe('endpoint-owned webhooks: create_webhook, POST /webhooks/w/<token>, lis
 
       await settled(server);
       const { db } = server.runtime;
-      const row = await db
-        .selectFrom('log_events')
-        .selectAll()
-        .where('id', '=', BigInt(ack.id))
-        .executeTakeFirstOrThrow();
+      const row = await deliveryDetail(server.runtime, ack.id);
       expect(row).toMatchObject({
         provider: `webhook:${hook.webhook_id}`,
         trust_mode: 'token',
@@ -113,8 +110,8 @@ describe('endpoint-owned webhooks: create_webhook, POST /webhooks/w/<token>, lis
         verify_detail: 'standard-webhooks v1',
         event_type: 'deploy.finished',
       });
-      expect(row.headers['webhook-signature']).toBe('«redacted»');
-      expect(new TextDecoder().decode(new Uint8Array(row.payload))).toBe(body);
+      expect(row!.headers['webhook-signature']).toBe('«redacted»');
+      expect(new TextDecoder().decode(row!.payload_bytes)).toBe(body);
       const todoRow = await findTodo(db, claimed.todo.id);
       expect(todoRow).toMatchObject({
         state: 'completed',

@@ -149,6 +149,21 @@ export function readStreamPage(
   );
 }
 
+/** One event of a stream, unless truncation hides it (revision below the stream's truncate_before). */
+export async function readEventRow(
+  db: AnyDb,
+  streamId: string,
+  revision: bigint,
+): Promise<EventRow | undefined> {
+  const { rows } = await sql<TextEventRow & { size: number }>`
+    select ${eventColumns}, ${rowBytes}::int4 as size
+    from es_events
+    where stream_id = ${streamId} and revision = ${revision.toString()}::bigint
+      and revision >= (select truncate_before from es_streams where stream_id = ${streamId})`.execute(db);
+  const row = rows[0];
+  return row ? fromTextRow(row) : undefined;
+}
+
 export async function readHeadPosition(db: AnyDb): Promise<Position> {
   const { rows } = await sql<{ tx: string; gp: string }>`
     select transaction_id::text as tx, global_position::text as gp

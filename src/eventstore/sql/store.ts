@@ -25,6 +25,7 @@ import {
   isFullPage,
   readAllPage,
   readCommittedPosition,
+  readEventRow,
   readHeadPosition,
   readStreamLastPosition,
   readStreamPage,
@@ -167,8 +168,15 @@ export async function createSqlEventStore(
   // The group commit's own connections (issues 22, 23): on the shared pool a batch waited behind
   // the projections' transactions and the requests' reads for a free connection (the
   // hookline_append_connect_seconds histogram), which every delivery of the batch then waited too.
-  const writerSql = openPostgres(sqlDb.url, { max: writers });
+  // Kept open while idle: after a lull, the first delivery would otherwise wait for a new
+  // connection (its start-up and authentication) before its batch could be sent.
+  const writerSql = openPostgres(sqlDb.url, { max: writers, keepIdle: true });
   writerSql.pool.on('connect', guard);
+  // Opened now, not by the first batch (start-up and authentication in front of its deliveries);
+  // not awaited: a failure here is the first batch's to report.
+  void Promise.all(Array.from({ length: writers }, () => sql`select 1`.execute(writerSql.db))).catch(
+    ignoreClientError,
+  );
   const writer = createAppendWriter({
     db: writerSql.db as AnyDb,
     maxInFlight: writers,
@@ -262,6 +270,12 @@ export async function createSqlEventStore(
 
     readStream,
     readAll,
+
+    async readEvent(streamId, revision) {
+      if (typeof streamId !== 'string' || streamId.includes('\u0000') || revision < 0n) return undefined;
+      const row = await readEventRow(db, streamId, revision);
+      return row ? toRecordedEvent(row) : undefined;
+    },
 
     subscribeAll: (opts) =>
       subscribeAllSql(

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { z } from 'zod';
 import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
 import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
@@ -7,7 +8,8 @@ import { attemptOut, replayAndRecord } from '../../replay/record.ts';
 import type { Runtime } from '../../runtime.ts';
 import { summarizeZod } from '../errors-plugin.ts';
 import { findLoggedDelivery } from '../logged-delivery.ts';
-import { ReplayIn } from './schemas.ts';
+import { answer, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
+import { EventDetail, EventPage, ReplayAttempt, ReplayIn } from './schemas.ts';
 
 export interface EventsApiDeps {
   readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections' | 'clock' | 'replay'>;
@@ -28,11 +30,48 @@ export interface EventsApiDeps {
  * POST /api/v1/events/{id}/replay: `hookline events replay`, the same replay and record as the
  * detail page's Replay and the MCP verb (src/replay/record.ts), of a delivery the operator may read.
  */
+/** A filter given twice arrives as an array: refused by name, as GET /log refuses it. */
+const filter = (name: string, description: string) =>
+  z
+    .string({ error: `give ${name} once, as one value` })
+    .optional()
+    .describe(description);
+
+/** The filters are checked by listEvents, shared with GET /log; here only that each comes once. */
+const EventsQuery = refusedAs(
+  z.object({
+    provider: filter(
+      'provider',
+      'codehost, payments, chat, generic:<name>, broker:<channel>, webhook:<id>, operator',
+    ),
+    event_type: filter('event_type', 'The provider-declared event type.'),
+    since: filter('since', 'Inclusive lower bound: an ISO-8601 date-time or an event id.'),
+    q: filter(
+      'q',
+      'Full text over payloads and event types (at most 200 characters): words (all must match), "a phrase", -word, or.',
+    ),
+    cursor: filter('cursor', 'The next_cursor of the previous page (opaque).'),
+    limit: filter('limit', '1 to 200, default 50.').meta({ type: 'integer', minimum: 1, maximum: 200 }),
+  }),
+  (error) => {
+    const field = String(error.issues[0]?.path[0]);
+    return new HooklineError('invalid_filter', error.issues[0]?.message ?? 'invalid filter', { field });
+  },
+);
+const EventParams = z.object({ id: z.string().describe('The event id.') });
+/** A replay without a usable target names the member, whatever is wrong with the body. */
+const ReplayBody = refusedAs(
+  ReplayIn,
+  (error) => new HooklineError('invalid_body', summarizeZod(error), { field: 'target_url' }),
+  { absentBody: {} },
+);
+
 export function createEventRoutes(deps: EventsApiDeps) {
   const { runtime, auth } = deps;
   const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
 
-  const routes = async (api: FastifyInstance) => {
+  const routes = async (scope: FastifyInstance) => {
+    const api = withZodSchemas(scope);
     api.addHook('onRequest', async (request, reply) => {
       try {
         principals.set(request, await auth.verifyBearer(request.headers.authorization));
@@ -53,72 +92,117 @@ export function createEventRoutes(deps: EventsApiDeps) {
       return p.operator;
     };
 
-    api.get('/events', async (request) => {
-      const operator = operatorOf(request);
-      const query = (request.query ?? {}) as Record<string, unknown>;
-      const once = (name: string): string | undefined => {
-        const value = query[name];
-        if (value === undefined || typeof value === 'string') return value;
-        throw new HooklineError('invalid_filter', `give ${name} once, as one value`, { field: name });
-      };
-      return listEvents(
-        runtime.db,
-        { provider: once('provider'), event_type: once('event_type'), since: once('since'), q: once('q') },
-        once('cursor'),
-        once('limit'),
-        { operator },
-      );
-    });
-
-    api.get<{ Params: { id: string } }>('/events/:id', async (request) => {
-      const operator = operatorOf(request);
-      const { id } = request.params;
-      const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
-      if (!event) {
-        throw new HooklineError(
-          'not_found',
-          `no event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
-        );
-      }
-      return eventDetailOut(event);
-    });
-
-    api.post<{ Params: { id: string } }>('/events/:id/replay', async (request) => {
-      const operator = operatorOf(request);
-      const parsed = ReplayIn.safeParse(request.body ?? {});
-      if (!parsed.success) {
-        throw new HooklineError('invalid_body', summarizeZod(parsed.error), { field: 'target_url' });
-      }
-      const { id } = request.params;
-      const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
-      if (!event) {
-        throw new HooklineError(
-          'not_found',
-          `no retained event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
-        );
-      }
-      const recorded = await replayAndRecord(
-        runtime,
-        { id: event.id, payload: event.payload_bytes, content_type: event.content_type },
-        parsed.data.target_url,
-        { via: 'api', by: operator },
-      );
-      const attempt = attemptOut(recorded);
-      const { result } = recorded;
-      if (result.kind === 'refused') {
-        throw new HooklineError(
-          'replay_refused',
-          `${result.phase} time: ${result.reason}: ${result.detail}`,
-          {
-            attempt,
+    api.get(
+      '/events',
+      {
+        schema: operatorRoute({
+          operationId: 'listEvents',
+          summary:
+            'Accepted deliveries the operator may read (the instance receivers’, and their own endpoints’ webhooks and hand-offs), newest first',
+          tags: ['events'],
+          querystring: EventsQuery,
+          response: {
+            200: answer('A page of EventSummary rows', EventPage),
+            400: problem(
+              'A filter, the cursor or the limit is invalid (`invalid_filter`, naming the field).',
+            ),
           },
+        }),
+      },
+      async (request) => {
+        const operator = operatorOf(request);
+        const { provider, event_type, since, q, cursor, limit } = request.query;
+        return listEvents(runtime.db, { provider, event_type, since, q }, cursor, limit, { operator });
+      },
+    );
+
+    api.get(
+      '/events/:id',
+      {
+        schema: operatorRoute({
+          operationId: 'getEvent',
+          summary: 'One accepted delivery with its sanitized headers and payload',
+          tags: ['events'],
+          params: EventParams,
+          response: {
+            200: answer('The event', EventDetail),
+            404: problem('No event the operator may read has that id (unknown and another’s alike).'),
+            503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
+          },
+        }),
+      },
+      async (request) => {
+        const operator = operatorOf(request);
+        const { id } = request.params;
+        const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+        if (!event) {
+          throw new HooklineError(
+            'not_found',
+            `no event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
+          );
+        }
+        return eventDetailOut(event);
+      },
+    );
+
+    api.post(
+      '/events/:id/replay',
+      {
+        schema: operatorRoute({
+          operationId: 'replayEvent',
+          summary:
+            'Send a delivery again, bytes and content type as received, to an https target through the SSRF guard; every attempt is recorded',
+          tags: ['events'],
+          params: EventParams,
+          body: ReplayBody,
+          response: {
+            200: answer(
+              'The target answered (any status; a redirect is reported, never followed)',
+              ReplayAttempt,
+            ),
+            400: problem(
+              'No target_url (`invalid_body`), or the SSRF guard refused the target (`replay_refused`, with the recorded `attempt`).',
+            ),
+            404: problem('No retained event the operator may read has that id.'),
+            502: problem(
+              'The target could not be reached: timeout, TLS or network (`replay_failed`, with the recorded `attempt`).',
+            ),
+          },
+        }),
+      },
+      async (request) => {
+        const operator = operatorOf(request);
+        const { id } = request.params;
+        const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+        if (!event) {
+          throw new HooklineError(
+            'not_found',
+            `no retained event you may read has the id ${/^[0-9]{1,20}$/.test(id) ? id : 'given'}`,
+          );
+        }
+        const recorded = await replayAndRecord(
+          runtime,
+          { id: event.id, payload: event.payload_bytes, content_type: event.content_type },
+          request.body.target_url,
+          { via: 'api', by: operator },
         );
-      }
-      if (result.kind === 'failed') {
-        throw new HooklineError('replay_failed', `${result.reason}: ${result.detail}`, { attempt });
-      }
-      return attempt;
-    });
+        const attempt = attemptOut(recorded);
+        const { result } = recorded;
+        if (result.kind === 'refused') {
+          throw new HooklineError(
+            'replay_refused',
+            `${result.phase} time: ${result.reason}: ${result.detail}`,
+            {
+              attempt,
+            },
+          );
+        }
+        if (result.kind === 'failed') {
+          throw new HooklineError('replay_failed', `${result.reason}: ${result.detail}`, { attempt });
+        }
+        return attempt;
+      },
+    );
   };
 
   return fp(

@@ -17,9 +17,9 @@ import {
 } from '../../friends/edges.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
-import { summarizeZod } from '../errors-plugin.ts';
 import { friendCredentialOut, friendOut } from './friends-present.ts';
-import { RefParam } from './schemas.ts';
+import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
+import { FriendCredentialOut, FriendOut, FriendRequestsOut, RefParams } from './schemas.ts';
 
 export interface FriendsApiDeps {
   readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
@@ -28,30 +28,24 @@ export interface FriendsApiDeps {
 }
 
 const verbList = z.array(z.string().min(1).max(64)).max(64);
-const RequestIn = z.object({
-  from: z.string().min(1).max(80).describe('Your endpoint that asks (slug or ep_ id).'),
-  to: z.string().min(1).max(80).describe('The slug of the endpoint asked.'),
-  verbs: verbList.optional(),
-  queue: z.string().max(64).optional(),
-  message: z.string().max(2000).nullable().optional(),
-});
-const VerbsIn = z.object({ verbs: verbList.optional() });
-const NarrowIn = z.object({ verbs: verbList });
-const AcceptIn = z.object({ accept: z.boolean() });
-const FriendParam = z.string().max(64);
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const field = parsed.error.issues[0]?.path[0];
-    throw new HooklineError(
-      'invalid_body',
-      summarizeZod(parsed.error),
-      field === undefined ? {} : { field: String(field) },
-    );
-  }
-  return parsed.data;
-}
+const bodyOf = <T extends z.ZodType>(schema: T) => refusedAs(schema, fieldProblem('invalid_body'));
+const RequestIn = bodyOf(
+  z.object({
+    from: z.string().min(1).max(80).describe('Your endpoint that asks (slug or ep_ id).'),
+    to: z.string().min(1).max(80).describe('The slug of the endpoint asked.'),
+    verbs: verbList.optional().describe('The verbs asked for; default: the drain verbs and create_for.'),
+    queue: z.string().max(64).optional(),
+    message: z.string().max(2000).nullable().optional(),
+  }),
+);
+const VerbsIn = bodyOf(
+  z
+    .object({ verbs: verbList.optional().describe('Narrow the grant to these (default: as asked).') })
+    .optional(),
+);
+const NarrowIn = bodyOf(z.object({ verbs: verbList }));
+const AcceptIn = bodyOf(z.object({ accept: z.boolean() }));
+const FriendParams = bodyOf(z.object({ id: z.string().max(64).describe('The friend edge id.') }));
 
 /**
  * The operator API of friends (the issue "Friends"): list the edges of the caller's endpoints,
@@ -81,7 +75,29 @@ export function createFriendsRoutes(deps: FriendsApiDeps) {
     return friendOut(config.baseUrl, row, operator, clock.now());
   };
 
-  const routes = async (api: FastifyInstance) => {
+  /** The schema of a move of an edge (`/friends/{id}/<move>`), with the body it takes, if any. */
+  const edge = <B extends z.ZodType = z.ZodUnknown>(
+    operationId: string,
+    summary: string,
+    extra: { body?: B; invalid?: string } = {},
+  ) =>
+    operatorRoute({
+      operationId,
+      summary,
+      tags: ['friends'],
+      params: FriendParams,
+      // Without one, whatever body comes is ignored, as it always was.
+      ...((extra.body ? { body: extra.body } : {}) as { body: B }),
+      response: {
+        200: answer('The edge as moved', FriendOut),
+        ...(extra.invalid ? { 400: problem(extra.invalid) } : {}),
+        404: problem('Another operator’s edge, or an unknown id.'),
+        409: problem('A move the edge’s state does not allow (an expired request included).'),
+      },
+    });
+
+  const routes = async (scope: FastifyInstance) => {
+    const api = withZodSchemas(scope);
     api.addHook('onRequest', async (request, reply) => {
       try {
         principals.set(request, await auth.verifyBearer(request.headers.authorization));
@@ -96,128 +112,216 @@ export function createFriendsRoutes(deps: FriendsApiDeps) {
       }
     });
 
-    api.get('/friends', async (request) => {
-      const p = principal(request);
-      const rows = await listFriendsOf(db, p.operator);
-      return rows.map((r) => friendOut(config.baseUrl, r, p.operator, clock.now()));
-    });
+    api.get(
+      '/friends',
+      {
+        schema: operatorRoute({
+          operationId: 'listFriends',
+          summary: 'The friend edges of the operator’s endpoints, incoming and outgoing',
+          tags: ['friends'],
+          response: { 200: answer('Friend edges', z.array(FriendOut)) },
+        }),
+      },
+      async (request) => {
+        const p = principal(request);
+        const rows = await listFriendsOf(db, p.operator);
+        return rows.map((r) => friendOut(config.baseUrl, r, p.operator, clock.now()));
+      },
+    );
 
-    api.post('/friends', async (request, reply) => {
-      const p = principal(request);
-      const body = parse(RequestIn, request.body ?? undefined);
-      const { state, position } = await requestFromEndpoint(friendDeps, {
-        operator: p.operator,
-        human: p.human,
-        fromRef: body.from,
-        toSlug: body.to,
-        verbs: body.verbs ?? [
-          'create_for',
-          'list_todos',
-          'get_todo',
-          'claim',
-          'claim_next',
-          'complete',
-          'fail',
-          'release',
-          'heartbeat',
-        ],
-        queue: body.queue,
-        message: body.message ?? null,
-      });
-      await settle(position);
-      if (state.status === 'none') throw new Error('unreachable: a request was recorded');
-      return reply.code(201).send(await edgeOut(p.operator, state.id));
-    });
+    api.post(
+      '/friends',
+      {
+        schema: operatorRoute({
+          operationId: 'requestFriend',
+          summary: 'Ask, as one of the operator’s endpoints, another endpoint of this instance',
+          tags: ['friends'],
+          body: RequestIn,
+          response: {
+            201: answer('The request', FriendOut),
+            400: problem('Invalid body, only ungrantable verbs, or `quarantine`; nothing stored.'),
+            404: problem('`from` is not the operator’s, or `to` takes no friend requests.'),
+          },
+        }),
+      },
+      async (request, reply) => {
+        const p = principal(request);
+        const { body } = request;
+        const { state, position } = await requestFromEndpoint(friendDeps, {
+          operator: p.operator,
+          human: p.human,
+          fromRef: body.from,
+          toSlug: body.to,
+          verbs: body.verbs ?? [
+            'create_for',
+            'list_todos',
+            'get_todo',
+            'claim',
+            'claim_next',
+            'complete',
+            'fail',
+            'release',
+            'heartbeat',
+          ],
+          queue: body.queue,
+          message: body.message ?? null,
+        });
+        await settle(position);
+        if (state.status === 'none') throw new Error('unreachable: a request was recorded');
+        return reply.code(201).send(await edgeOut(p.operator, state.id));
+      },
+    );
 
-    type Id = { Params: { id: string } };
-    api.post<Id>('/friends/:id/approve', async (request) => {
-      const p = principal(request);
-      const body = parse(VerbsIn, request.body ?? {});
-      const { position } = await approveFriend(friendDeps, {
-        operator: p.operator,
-        human: p.human,
-        friendRef: parse(FriendParam, request.params.id),
-        verbs: body.verbs,
-      });
-      await settle(position);
-      return edgeOut(p.operator, request.params.id);
-    });
+    api.post(
+      '/friends/:id/approve',
+      {
+        schema: edge(
+          'approveFriend',
+          'Approve a request to an endpoint of the operator, optionally narrowing',
+          {
+            body: VerbsIn,
+            invalid: 'Verbs outside the request.',
+          },
+        ),
+      },
+      async (request) => {
+        const p = principal(request);
+        const { position } = await approveFriend(friendDeps, {
+          operator: p.operator,
+          human: p.human,
+          friendRef: request.params.id,
+          verbs: request.body?.verbs,
+        });
+        await settle(position);
+        return edgeOut(p.operator, request.params.id);
+      },
+    );
 
-    api.post<Id>('/friends/:id/decline', async (request) => {
-      const p = principal(request);
-      const { position } = await declineFriend(friendDeps, {
-        ...p,
-        friendRef: parse(FriendParam, request.params.id),
-      });
-      await settle(position);
-      return edgeOut(p.operator, request.params.id);
-    });
+    api.post(
+      '/friends/:id/decline',
+      { schema: edge('declineFriend', 'Decline a request to an endpoint of the operator') },
+      async (request) => {
+        const p = principal(request);
+        const { position } = await declineFriend(friendDeps, { ...p, friendRef: request.params.id });
+        await settle(position);
+        return edgeOut(p.operator, request.params.id);
+      },
+    );
 
-    api.post<Id>('/friends/:id/narrow', async (request) => {
-      const p = principal(request);
-      const body = parse(NarrowIn, request.body ?? undefined);
-      const { position } = await narrowFriend(friendDeps, {
-        ...p,
-        friendRef: parse(FriendParam, request.params.id),
-        verbs: body.verbs,
-      });
-      await settle(position);
-      return edgeOut(p.operator, request.params.id);
-    });
+    api.post(
+      '/friends/:id/narrow',
+      {
+        schema: edge('narrowFriend', 'Narrow the verbs of an approved friend', {
+          body: NarrowIn,
+          invalid: 'Invalid body, or verbs outside the grant.',
+        }),
+      },
+      async (request) => {
+        const p = principal(request);
+        const { position } = await narrowFriend(friendDeps, {
+          ...p,
+          friendRef: request.params.id,
+          verbs: request.body.verbs,
+        });
+        await settle(position);
+        return edgeOut(p.operator, request.params.id);
+      },
+    );
 
-    api.post<Id>('/friends/:id/revoke', async (request) => {
-      const p = principal(request);
-      const { position } = await revokeFriend(friendDeps, {
-        ...p,
-        friendRef: parse(FriendParam, request.params.id),
-      });
-      await settle(position);
-      return edgeOut(p.operator, request.params.id);
-    });
+    api.post(
+      '/friends/:id/revoke',
+      { schema: edge('revokeFriend', 'Revoke an approved friend: its endpoint stops working') },
+      async (request) => {
+        const p = principal(request);
+        const { position } = await revokeFriend(friendDeps, { ...p, friendRef: request.params.id });
+        await settle(position);
+        return edgeOut(p.operator, request.params.id);
+      },
+    );
 
-    api.post<Id>('/friends/:id/withdraw', async (request) => {
-      const p = principal(request);
-      const { position } = await withdrawFriend(friendDeps, {
-        friendRef: parse(FriendParam, request.params.id),
-        actor: { kind: 'operator', operator: p.operator, human: p.human },
-      });
-      await settle(position);
-      return edgeOut(p.operator, request.params.id);
-    });
+    api.post(
+      '/friends/:id/withdraw',
+      { schema: edge('withdrawFriend', 'Withdraw a request one of the operator’s endpoints made') },
+      async (request) => {
+        const p = principal(request);
+        const { position } = await withdrawFriend(friendDeps, {
+          friendRef: request.params.id,
+          actor: { kind: 'operator', operator: p.operator, human: p.human },
+        });
+        await settle(position);
+        return edgeOut(p.operator, request.params.id);
+      },
+    );
 
     /** The minted credential of a local request, to the requesting operator, exactly once. */
-    api.post<Id>('/friends/:id/credential', async (request, reply) => {
-      const p = principal(request);
-      const { state, token } = await collectCredential(friendDeps, {
-        friendRef: parse(FriendParam, request.params.id),
-        actor: { kind: 'operator', operator: p.operator, human: p.human },
-      });
-      if (token === null || state.status === 'none' || !state.grant) {
-        throw new HooklineError(
-          'conflict',
-          'no credential to collect: not approved yet, or handed out already',
-        );
-      }
-      reply.header('cache-control', 'no-store');
-      return friendCredentialOut(config.baseUrl, state.grant.friendSlug, token);
-    });
+    api.post(
+      '/friends/:id/credential',
+      {
+        schema: operatorRoute({
+          operationId: 'collectFriendCredential',
+          summary: 'The friend endpoint’s credential, to the requesting operator, once',
+          tags: ['friends'],
+          params: FriendParams,
+          response: {
+            200: answer('The credential, shown this once', FriendCredentialOut),
+            404: problem('Another operator’s edge, or an unknown id.'),
+            409: problem('Not approved yet, or handed out already.'),
+          },
+        }),
+      },
+      async (request, reply) => {
+        const p = principal(request);
+        const { state, token } = await collectCredential(friendDeps, {
+          friendRef: request.params.id,
+          actor: { kind: 'operator', operator: p.operator, human: p.human },
+        });
+        if (token === null || state.status === 'none' || !state.grant) {
+          throw new HooklineError(
+            'conflict',
+            'no credential to collect: not approved yet, or handed out already',
+          );
+        }
+        reply.header('cache-control', 'no-store');
+        return friendCredentialOut(config.baseUrl, state.grant.friendSlug, token);
+      },
+    );
 
-    api.post<{ Params: { ref: string } }>('/endpoints/:ref/friend-requests', async (request) => {
-      const p = principal(request);
-      const ref = RefParam.parse(request.params.ref);
-      const body = parse(AcceptIn, request.body ?? undefined);
-      const { state, position } = await setFriendRequests(friendDeps, { ...p, ref, accept: body.accept });
-      await settle(position);
-      if (state.status === 'none')
-        throw new HooklineError('not_found', 'no endpoint of yours has that slug or id');
-      return {
-        slug: state.slug,
-        accept_friend_requests: state.acceptFriendRequests,
-        agent_card_url: state.acceptFriendRequests
-          ? `${config.baseUrl}/a2a/${state.slug}/.well-known/agent-card.json`
-          : null,
-      };
-    });
+    api.post(
+      '/endpoints/:ref/friend-requests',
+      {
+        schema: operatorRoute({
+          operationId: 'setFriendRequests',
+          summary: 'Switch an endpoint’s friend requests (and its Agent Card) on or off',
+          tags: ['friends'],
+          params: RefParams,
+          body: AcceptIn,
+          response: {
+            200: answer('The endpoint’s setting', FriendRequestsOut),
+            400: problem('Invalid body.'),
+            404: problem('No endpoint of the caller has that slug or id.'),
+          },
+        }),
+      },
+      async (request) => {
+        const p = principal(request);
+        const { ref } = request.params;
+        const { state, position } = await setFriendRequests(friendDeps, {
+          ...p,
+          ref,
+          accept: request.body.accept,
+        });
+        await settle(position);
+        if (state.status === 'none')
+          throw new HooklineError('not_found', 'no endpoint of yours has that slug or id');
+        return {
+          slug: state.slug,
+          accept_friend_requests: state.acceptFriendRequests,
+          agent_card_url: state.acceptFriendRequests
+            ? `${config.baseUrl}/a2a/${state.slug}/.well-known/agent-card.json`
+            : null,
+        };
+      },
+    );
   };
 
   return fp(

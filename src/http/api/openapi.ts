@@ -1,252 +1,185 @@
+import { createHash } from 'node:crypto';
+import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { ACCESS_TOKEN_TTL_S, API_SCOPE, OAUTH_ROUTES } from '../../auth/oauth-settings.ts';
+import { answer, withZodSchemas } from './route-schema.ts';
 import { apiSchemas } from './schemas.ts';
 
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
-const json = (id: string) => ({ 'application/json': { schema: ref(id) } });
-const problem = (description: string) => ({ description, content: json('Problem') });
-const unauthorized = problem('Missing, expired, revoked or non-operator bearer.');
-const refParam = {
-  name: 'ref',
-  in: 'path',
-  required: true,
-  description: 'The endpoint slug or its `ep_` id.',
-  schema: { type: 'string' },
-};
+const API_PREFIX = '/api/v1';
+const COMPONENTS = '#/components/schemas/';
+const PART = '__route_part';
 
-const queryParam = (name: string, description: string) => ({
-  name,
-  in: 'query',
-  required: false,
-  description,
-  schema: { type: 'string' },
-});
-
-/**
- * OpenAPI 3.1 for /api/v1, generated from the zod schemas the routes validate with (zod 4's
- * registry-wide `toJSONSchema`, so components reference each other by `$ref`).
- */
-export function buildOpenApi(baseUrl: string, version: string): Record<string, unknown> {
+/** The OpenAPI document's schemas: every component of the registry, by its spec name. */
+function components(): Record<string, unknown> {
   const { schemas } = z.toJSONSchema(apiSchemas, {
     io: 'input',
     unrepresentable: 'any',
-    uri: (id) => `#/components/schemas/${id}`,
+    uri: (id) => `${COMPONENTS}${id}`,
   });
-  for (const schema of Object.values(schemas)) delete (schema as Record<string, unknown>).$schema;
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'hookline operator API',
-      version,
-      description:
-        'Register agents, vend scoped MCP endpoints and push todos. Every call needs an operator access ' +
-        `token from the authorization code flow with PKCE (resource \`${baseUrl}/api\`, scope \`${API_SCOPE}\`); ` +
-        `access tokens live ${ACCESS_TOKEN_TTL_S / 60} minutes and refresh tokens rotate.`,
+  for (const schema of Object.values(schemas)) {
+    delete (schema as Record<string, unknown>).$schema;
+    delete (schema as Record<string, unknown>).$id;
+  }
+  return schemas;
+}
+
+/**
+ * One route schema part as JSON Schema: a registered component by `$ref`, anything else inline
+ * with its registered parts by `$ref`. zod converts a registry, not a schema alone, to `$ref`s:
+ * the part goes in one with every component.
+ */
+function toJsonSchema(part: z.ZodType): Record<string, unknown> {
+  const id = apiSchemas.get(part)?.id;
+  if (id) return { $ref: `${COMPONENTS}${id}` };
+  const registry = z.registry<{ id: string }>();
+  for (const [component, schema] of apiSchemas._idmap) registry.add(schema, { id: component });
+  registry.add(part, { id: PART });
+  const { schemas } = z.toJSONSchema(registry, {
+    io: 'input',
+    unrepresentable: 'any',
+    uri: (ref) => `${COMPONENTS}${ref}`,
+  });
+  const { $schema: _s, $id: _i, ...schema } = schemas[PART] as Record<string, unknown>;
+  return schema;
+}
+
+const isZod = (value: unknown): value is z.ZodType => value instanceof z.ZodType;
+
+type ResponseEntry = { description?: string; content?: Record<string, { schema: unknown }> };
+
+/** @fastify/swagger's per-route transform: /api/v1 only, its zod schemas as JSON Schema. */
+const transform: FastifyDynamicSwaggerOptions['transform'] = ({ schema, url }) => {
+  if (!url.startsWith(`${API_PREFIX}/`)) return { schema: { ...schema, hide: true }, url };
+  if (!schema) return { schema: {}, url };
+  const { body, params, querystring, response, ...rest } = schema as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...rest };
+  for (const [key, part] of Object.entries({ body, params, querystring })) {
+    if (isZod(part)) out[key] = toJsonSchema(part);
+  }
+  if (response) {
+    out.response = Object.fromEntries(
+      Object.entries(response as Record<string, ResponseEntry>).map(([status, entry]) => [
+        status,
+        {
+          ...entry,
+          ...(entry.content
+            ? {
+                content: Object.fromEntries(
+                  Object.entries(entry.content).map(([type, media]) => [
+                    type,
+                    { schema: isZod(media.schema) ? toJsonSchema(media.schema) : media.schema },
+                  ]),
+                ),
+              }
+            : {}),
+        },
+      ]),
+    );
+  }
+  return { schema: out, url };
+};
+
+/** Swagger UI's logo is an SVG with one inline `<style>`; its hash is all the page's CSP allows inline. */
+const LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}';
+const LOGO_STYLE_HASH = `'sha256-${createHash('sha256').update(LOGO_STYLE).digest('base64')}'`;
+
+export interface OpenApiOptions {
+  readonly baseUrl: string;
+  readonly version: string;
+}
+
+/**
+ * The OpenAPI 3.1 document of /api/v1, generated by @fastify/swagger from the routes as they are
+ * registered (each declares its zod schemas: route-schema.ts), served at GET
+ * /api/v1/openapi.json, and its reference page at /api/docs (@fastify/swagger-ui). Both are
+ * public, as the document always was: they describe the API, they grant nothing. Register this
+ * plugin before the API's routes: @fastify/swagger sees the routes added after it.
+ */
+export function openApiPlugin(options: OpenApiOptions) {
+  const { baseUrl, version } = options;
+  return fp(
+    async (app: FastifyInstance) => {
+      await app.register(swagger, {
+        openapi: {
+          openapi: '3.1.0',
+          info: {
+            title: 'hookline operator API',
+            version,
+            description:
+              'Register agents, vend scoped MCP endpoints and push todos. Every call needs an operator access ' +
+              `token from the authorization code flow with PKCE (resource \`${baseUrl}/api\`, scope \`${API_SCOPE}\`); ` +
+              `access tokens live ${ACCESS_TOKEN_TTL_S / 60} minutes and refresh tokens rotate.`,
+          },
+          // The paths are relative to this server (stripBasePath): `/agents`, `/endpoints/{ref}`.
+          servers: [{ url: `${baseUrl}${API_PREFIX}` }],
+          security: [{ operatorOAuth: [API_SCOPE] }],
+          components: {
+            securitySchemes: {
+              operatorOAuth: {
+                type: 'oauth2',
+                flows: {
+                  authorizationCode: {
+                    authorizationUrl: `${baseUrl}${OAUTH_ROUTES.authorization}`,
+                    tokenUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
+                    refreshUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
+                    scopes: { [API_SCOPE]: 'the operator API' },
+                  },
+                },
+              },
+            },
+          },
+        },
+        stripBasePath: true,
+        transform,
+        transformObject: (document) => {
+          if (!('openapiObject' in document)) return document.swaggerObject;
+          const { openapiObject } = document;
+          return {
+            ...openapiObject,
+            components: { ...openapiObject.components, schemas: components() },
+          } as typeof openapiObject;
+        },
+      });
+      // Only what the page needs: scripts, styles and images of this origin (the stylesheet's
+      // icons are data: URLs), the one inline stylesheet of its logo by hash, the document fetched
+      // from here; no inline script, no eval, no framing. The screens keep their own policy.
+      await app.register(swaggerUi, {
+        routePrefix: '/api/docs',
+        staticCSP: {
+          'default-src': ["'none'"],
+          'script-src': ["'self'"],
+          'style-src': ["'self'", LOGO_STYLE_HASH],
+          'img-src': ["'self'", 'data:'],
+          'connect-src': ["'self'"],
+          'form-action': ["'self'"],
+          'base-uri': ["'none'"],
+          'frame-ancestors': ["'none'"],
+        },
+        uiConfig: { deepLinking: true },
+        theme: { title: 'hookline operator API' },
+      });
+      await app.register(async (scope) => {
+        withZodSchemas(scope).get(
+          `${API_PREFIX}/openapi.json`,
+          {
+            schema: {
+              summary: 'This document (public)',
+              operationId: 'getOpenApi',
+              tags: ['document'],
+              security: [],
+              response: { 200: answer('OpenAPI 3.1', z.record(z.string(), z.unknown())) },
+            },
+          },
+          async (_request, reply) => {
+            reply.header('cache-control', 'no-cache');
+            return app.swagger();
+          },
+        );
+      });
     },
-    servers: [{ url: `${baseUrl}/api/v1` }],
-    security: [{ operatorOAuth: [API_SCOPE] }],
-    components: {
-      schemas,
-      securitySchemes: {
-        operatorOAuth: {
-          type: 'oauth2',
-          flows: {
-            authorizationCode: {
-              authorizationUrl: `${baseUrl}${OAUTH_ROUTES.authorization}`,
-              tokenUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
-              refreshUrl: `${baseUrl}${OAUTH_ROUTES.token}`,
-              scopes: { [API_SCOPE]: 'the operator API' },
-            },
-          },
-        },
-      },
-    },
-    paths: {
-      '/agents': {
-        get: {
-          operationId: 'listAgents',
-          summary: "The signed-in operator's agents",
-          responses: {
-            200: {
-              description: 'Agents',
-              content: { 'application/json': { schema: { type: 'array', items: ref('AgentOut') } } },
-            },
-            401: unauthorized,
-          },
-        },
-      },
-      '/endpoints': {
-        get: {
-          operationId: 'listEndpoints',
-          summary: "The signed-in operator's endpoints (never a credential)",
-          responses: {
-            200: {
-              description: 'Endpoints',
-              content: { 'application/json': { schema: { type: 'array', items: ref('EndpointOut') } } },
-            },
-            401: unauthorized,
-          },
-        },
-        post: {
-          operationId: 'vendEndpoint',
-          summary: 'Register (or reuse) an agent and mint its endpoint, credential, queue and webhook',
-          requestBody: { required: true, content: json('VendEndpointIn') },
-          responses: {
-            201: { description: 'Vended; the token appears only here', content: json('VendEndpointOut') },
-            400: problem(
-              'Invalid body, missing name, reserved queue, both queue and queues, or a refused replay target; nothing minted.',
-            ),
-            401: unauthorized,
-          },
-        },
-      },
-      '/endpoints/{ref}': {
-        patch: {
-          operationId: 'updateEndpoint',
-          summary: 'Change the queues an endpoint drains, or narrow its verbs',
-          description:
-            'Recorded as one event on the endpoint. Removing a queue that holds pending or claimed todos needs `move_to`, which moves them first.',
-          parameters: [refParam],
-          requestBody: { required: true, content: json('UpdateEndpointIn') },
-          responses: {
-            200: { description: 'The endpoint as it is now', content: json('EndpointOut') },
-            400: problem(
-              'Invalid body, reserved or malformed queue, more than 16 queues, a verb the endpoint does not hold, or move_to outside the new queues.',
-            ),
-            401: unauthorized,
-            404: problem('No endpoint of the caller has that slug or id.'),
-            409: problem(
-              'A removed queue still holds pending or claimed todos and no move_to was given, or the endpoint is revoked.',
-            ),
-          },
-        },
-      },
-      '/endpoints/{ref}/revoke': {
-        post: {
-          operationId: 'revokeEndpoint',
-          summary: 'Revoke an endpoint: its credential, MCP sessions and todo pushes stop working',
-          description: 'Idempotent: revoking a revoked endpoint answers 200 with it unchanged.',
-          parameters: [refParam],
-          responses: {
-            200: { description: 'The endpoint, now revoked', content: json('EndpointOut') },
-            401: unauthorized,
-            404: problem('No endpoint of the caller has that slug or id.'),
-          },
-        },
-      },
-      '/endpoints/{ref}/todos': {
-        post: {
-          operationId: 'pushTodo',
-          summary: 'Push a todo onto one of the endpoint’s queues and ring its doorbell',
-          parameters: [refParam],
-          requestBody: { required: true, content: json('PushTodoIn') },
-          responses: {
-            201: {
-              description: 'The todo (created=false when the key matched a live todo)',
-              content: json('PushTodoOut'),
-            },
-            400: problem(
-              'Invalid body, empty or over-long title, queue outside the vended scope, or no queue on a multi-queue endpoint.',
-            ),
-            401: unauthorized,
-            404: problem('No endpoint of the caller has that slug or id (unknown and foreign alike).'),
-            409: problem('The endpoint is revoked (or expired).'),
-          },
-        },
-      },
-      '/events': {
-        get: {
-          operationId: 'listEvents',
-          summary:
-            'Accepted deliveries the operator may read (the instance receivers’, and their own endpoints’ webhooks and hand-offs), newest first',
-          parameters: [
-            queryParam(
-              'provider',
-              'codehost, payments, chat, generic:<name>, broker:<channel>, webhook:<id>, operator',
-            ),
-            queryParam('event_type', 'The provider-declared event type.'),
-            queryParam('since', 'Inclusive lower bound: an ISO-8601 date-time or an event id.'),
-            queryParam(
-              'q',
-              'Full text over payloads and event types (at most 200 characters): words (all must match), "a phrase", -word, or.',
-            ),
-            queryParam('cursor', 'The next_cursor of the previous page (opaque).'),
-            {
-              ...queryParam('limit', '1 to 200, default 50.'),
-              schema: { type: 'integer', minimum: 1, maximum: 200 },
-            },
-          ],
-          responses: {
-            200: { description: 'A page of EventSummary rows', content: json('EventPage') },
-            400: problem(
-              'A filter, the cursor or the limit is invalid (`invalid_filter`, naming the field).',
-            ),
-            401: unauthorized,
-          },
-        },
-      },
-      '/events/{id}': {
-        get: {
-          operationId: 'getEvent',
-          summary: 'One accepted delivery with its sanitized headers and payload',
-          parameters: [
-            {
-              name: 'id',
-              in: 'path',
-              required: true,
-              description: 'The event id.',
-              schema: { type: 'integer' },
-            },
-          ],
-          responses: {
-            200: { description: 'The event', content: json('EventDetail') },
-            401: unauthorized,
-            404: problem('No event the operator may read has that id (unknown and another’s alike).'),
-            503: problem('The log read model stayed behind a delivery the store holds past the bound.'),
-          },
-        },
-      },
-      '/events/{id}/replay': {
-        post: {
-          operationId: 'replayEvent',
-          summary:
-            'Send a delivery again, bytes and content type as received, to an https target through the SSRF guard; every attempt is recorded',
-          parameters: [
-            {
-              name: 'id',
-              in: 'path',
-              required: true,
-              description: 'The event id.',
-              schema: { type: 'integer' },
-            },
-          ],
-          requestBody: { required: true, content: json('ReplayIn') },
-          responses: {
-            200: {
-              description: 'The target answered (any status; a redirect is reported, never followed)',
-              content: json('ReplayAttempt'),
-            },
-            400: problem(
-              'No target_url (`invalid_body`), or the SSRF guard refused the target (`replay_refused`, with the recorded `attempt`).',
-            ),
-            401: unauthorized,
-            404: problem('No retained event the operator may read has that id.'),
-            502: problem(
-              'The target could not be reached: timeout, TLS or network (`replay_failed`, with the recorded `attempt`).',
-            ),
-          },
-        },
-      },
-      '/me': {
-        get: {
-          operationId: 'whoAmI',
-          summary: 'Who the access token acts for',
-          responses: {
-            200: { description: 'The signed-in operator', content: json('Me') },
-            401: unauthorized,
-          },
-        },
-      },
-    },
-  };
+    { name: 'hookline-openapi', dependencies: ['hookline-errors'] },
+  );
 }

@@ -8,7 +8,8 @@ import { queueNameSchema } from '../../domain/queue.ts';
 import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
-import { summarizeZod } from '../errors-plugin.ts';
+import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
+import { QuarantinePage, ReleaseOut } from './schemas.ts';
 
 export interface QuarantineApiDeps {
   readonly runtime: Pick<Runtime, 'store' | 'clock' | 'db' | 'projections' | 'logger'>;
@@ -16,21 +17,35 @@ export interface QuarantineApiDeps {
 }
 
 const LIMIT_ERROR = 'expected a whole number from 1 to 200';
-const ListQuery = z.object({
-  state: z
-    .enum(['held', 'released', 'all'], { error: 'expected one of held, released or all' })
-    .default('held'),
-  limit: z.coerce
-    .number({ error: LIMIT_ERROR })
-    .int({ error: LIMIT_ERROR })
-    .min(1, { error: LIMIT_ERROR })
-    .max(200, { error: LIMIT_ERROR })
-    .default(50),
-});
-const ReleaseIn = z.object({ queue: queueNameSchema });
-const TodoParam = z
-  .string()
-  .regex(/^td_[a-z2-7]{20}$/, 'a todo id looks like td_ followed by 20 base32 characters');
+const ListQuery = refusedAs(
+  z.object({
+    state: z
+      .enum(['held', 'released', 'all'], { error: 'expected one of held, released or all' })
+      .default('held')
+      .describe('Which holds: still `held` (default), `released`, or `all`.'),
+    limit: z.coerce
+      .number({ error: LIMIT_ERROR })
+      .int({ error: LIMIT_ERROR })
+      .min(1, { error: LIMIT_ERROR })
+      .max(200, { error: LIMIT_ERROR })
+      .default(50)
+      .describe('1 to 200, default 50.'),
+  }),
+  fieldProblem('invalid_filter'),
+);
+const ReleaseIn = refusedAs(
+  z.object({ queue: queueNameSchema.describe('A queue of the held delivery’s endpoint.') }),
+  fieldProblem('invalid_body'),
+);
+const TodoParams = refusedAs(
+  z.object({
+    todo_id: z
+      .string()
+      .regex(/^td_[a-z2-7]{20}$/, 'a todo id looks like td_ followed by 20 base32 characters')
+      .describe('The held todo (`td_…`).'),
+  }),
+  fieldProblem('invalid_body'),
+);
 
 const holdOut = (r: QuarantineRow) => ({
   todo_id: r.todo_id,
@@ -54,20 +69,6 @@ const holdOut = (r: QuarantineRow) => ({
         },
 });
 
-/** `code`: invalid_filter for a query, invalid_body for a body or a path segment. */
-function parse<T>(schema: z.ZodType<T>, value: unknown, code: 'invalid_body' | 'invalid_filter'): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const field = parsed.error.issues[0]?.path[0];
-    throw new HooklineError(
-      code,
-      summarizeZod(parsed.error),
-      field === undefined ? {} : { field: String(field) },
-    );
-  }
-  return parsed.data;
-}
-
 /**
  * The operator's view of quarantine (docs/guides/writing-rules.md, "Quarantine"): `GET /api/v1/quarantine` lists held
  * deliveries of the operator's endpoints with why they were held; `POST
@@ -83,7 +84,8 @@ export function createQuarantineRoutes(deps: QuarantineApiDeps) {
     return p;
   };
 
-  const routes = async (api: FastifyInstance) => {
+  const routes = async (scope: FastifyInstance) => {
+    const api = withZodSchemas(scope);
     api.addHook('onRequest', async (request, reply) => {
       try {
         principals.set(request, await auth.verifyBearer(request.headers.authorization));
@@ -98,38 +100,75 @@ export function createQuarantineRoutes(deps: QuarantineApiDeps) {
       }
     });
 
-    api.get('/quarantine', async (request) => {
-      const query = parse(ListQuery, request.query, 'invalid_filter');
-      const rows = await listQuarantine(runtime.db, principal(request).operator, { limit: 1000 });
-      const held = rows
-        .filter((r) => query.state === 'all' || (query.state === 'held') === (r.released_at === null))
-        .slice(0, query.limit);
-      return { held: held.map(holdOut) };
-    });
+    api.get(
+      '/quarantine',
+      {
+        schema: operatorRoute({
+          operationId: 'listQuarantine',
+          summary: 'Held deliveries of the operator’s endpoints, with why they were held',
+          tags: ['quarantine'],
+          querystring: ListQuery,
+          response: {
+            200: answer('Holds', QuarantinePage),
+            400: problem('`state` or `limit` is invalid (`invalid_filter`, naming the field).'),
+          },
+        }),
+      },
+      async (request) => {
+        const { query } = request;
+        const rows = await listQuarantine(runtime.db, principal(request).operator, { limit: 1000 });
+        const held = rows
+          .filter((r) => query.state === 'all' || (query.state === 'held') === (r.released_at === null))
+          .slice(0, query.limit);
+        return { held: held.map(holdOut) };
+      },
+    );
 
-    api.post<{ Params: { todo_id: string } }>('/quarantine/:todo_id/release', async (request, reply) => {
-      const p = principal(request);
-      const heldTodoId = parse(TodoParam, request.params.todo_id, 'invalid_body');
-      const body = parse(ReleaseIn, request.body ?? undefined, 'invalid_body');
-      const { release, position } = await releaseHeld(
-        { store: runtime.store, clock: runtime.clock },
-        { heldTodoId, queue: body.queue, operator: p.operator, human: p.human },
-      );
-      if (position) {
-        await runtime.projections
-          .waitFor(position, { timeoutMs: 5000 })
-          .catch((err: unknown) =>
-            runtime.logger.warn({ err }, 'read model lags behind a quarantine release'),
-          );
-      }
-      return reply.code(201).send({
-        held_todo_id: release.held_todo_id,
-        todo_id: release.todo_id,
-        queue: release.queue,
-        event_id: release.event_id,
-        released_at: release.released_at,
-      });
-    });
+    api.post(
+      '/quarantine/:todo_id/release',
+      {
+        schema: operatorRoute({
+          operationId: 'releaseHeld',
+          summary: 'Hand a held delivery to a queue of its endpoint as a new todo',
+          tags: ['quarantine'],
+          params: TodoParams,
+          body: ReleaseIn,
+          response: {
+            201: answer('Released', ReleaseOut),
+            400: problem(
+              'A malformed todo id or queue, `quarantine` itself, or a queue the endpoint does not drain.',
+            ),
+            404: problem('No held delivery of the operator has that todo id.'),
+            409: problem(
+              'Released already to another queue (again to the same queue answers the same todo), or the endpoint is no longer active.',
+            ),
+          },
+        }),
+      },
+      async (request, reply) => {
+        const p = principal(request);
+        const heldTodoId = request.params.todo_id;
+        const { body } = request;
+        const { release, position } = await releaseHeld(
+          { store: runtime.store, clock: runtime.clock },
+          { heldTodoId, queue: body.queue, operator: p.operator, human: p.human },
+        );
+        if (position) {
+          await runtime.projections
+            .waitFor(position, { timeoutMs: 5000 })
+            .catch((err: unknown) =>
+              runtime.logger.warn({ err }, 'read model lags behind a quarantine release'),
+            );
+        }
+        return reply.code(201).send({
+          held_todo_id: release.held_todo_id,
+          todo_id: release.todo_id,
+          queue: release.queue,
+          event_id: release.event_id,
+          released_at: release.released_at,
+        });
+      },
+    );
   };
 
   return fp(

@@ -7,7 +7,7 @@ import { WEBHOOK_SCHEMES } from '../../domain/webhook/events.ts';
 
 /**
  * The operator API's shapes (spec 2.9), the one source of both request validation and the
- * OpenAPI document (openapi.ts). Each component is registered under its spec name.
+ * OpenAPI document: routes declare them in their schema (route-schema.ts, openapi.ts). Each component is registered under its spec name.
  */
 export const apiSchemas = z.registry<{ id: string; description?: string }>();
 
@@ -272,6 +272,98 @@ export const Me = z
   })
   .register(apiSchemas, { id: 'Me' });
 
+export const HoldOut = z
+  .object({
+    todo_id: z.string().describe('The held todo (`td_…`), on the endpoint’s `quarantine` queue.'),
+    event_id: z.number().int().describe('The delivery that was held.'),
+    webhook_id: z.string(),
+    endpoint_id: z.string(),
+    disposition: z.enum(['held', 'faulted']).describe('`held` by a rule, `faulted`: a rule threw.'),
+    reason: z.string().nullable(),
+    message: z.string().nullable(),
+    rule: z.object({ id: z.string(), index: z.number().int().nullable() }).nullable(),
+    rules_version: z.number().int(),
+    held_at: dateTime,
+    released: z
+      .object({
+        queue: z.string().nullable(),
+        todo_id: z.string().nullable(),
+        by: z.string().nullable(),
+        at: dateTime,
+      })
+      .nullable()
+      .describe('Where and by whom it was released; null while held.'),
+  })
+  .register(apiSchemas, { id: 'HoldOut' });
+
+export const QuarantinePage = z
+  .object({ held: z.array(HoldOut).describe('At most `limit`, newest first.') })
+  .register(apiSchemas, { id: 'QuarantinePage' });
+
+export const ReleaseOut = z
+  .object({
+    held_todo_id: z.string(),
+    todo_id: z.string().describe('The new todo on `queue`.'),
+    queue: z.string(),
+    event_id: z.number().int(),
+    released_at: dateTime,
+  })
+  .register(apiSchemas, { id: 'ReleaseOut' });
+
+export const FriendOut = z
+  .object({
+    id: z.string(),
+    state: z.string().describe('pending, approved, declined, revoked, withdrawn or expired'),
+    direction: z
+      .enum(['incoming', 'outgoing'])
+      .describe('incoming: the operator owns the endpoint asked; outgoing: one of theirs asked.'),
+    via: z.string().describe('`local` (an endpoint of this instance) or `a2a`.'),
+    approver: z.object({ endpoint_id: z.string(), slug: z.string() }),
+    requester: z.object({
+      name: z.string().nullable(),
+      description: z.string().nullable(),
+      card_url: z.string().nullable(),
+      endpoint_id: z.string().nullable(),
+    }),
+    requested_verbs: z.array(z.string()),
+    grantable_verbs: z.array(z.string()),
+    queue: z.string().nullable(),
+    message: z.string().nullable().describe('Untrusted text from the requester.'),
+    granted_verbs: z.array(z.string()).nullable(),
+    friend_endpoint: z
+      .object({ id: z.string(), slug: z.string().nullable(), mcp_url: z.string() })
+      .nullable(),
+    approver_queue: z.string().nullable(),
+    credential: z
+      .enum(['available', 'collected'])
+      .nullable()
+      .describe('Whether the requester may still collect the friend endpoint’s bearer; never the bearer.'),
+    requested_at: dateTime.nullable(),
+    expires_at: dateTime.nullable(),
+    approved_at: dateTime.nullable(),
+    ended_at: dateTime.nullable(),
+    ended_by: z.string().nullable(),
+    last_activity_at: dateTime.nullable(),
+  })
+  .register(apiSchemas, { id: 'FriendOut', description: 'A friend edge; never carries a credential.' });
+
+export const FriendCredentialOut = z
+  .object({
+    slug: z.string(),
+    mcp_url: z.url(),
+    token: z.string().describe('The friend endpoint’s bearer, handed over once.'),
+    mcp_json: z.record(z.string(), z.unknown()),
+  })
+  .register(apiSchemas, { id: 'FriendCredentialOut' });
+
+export const FriendRequestsOut = z
+  .object({
+    slug: z.string(),
+    accept_friend_requests: z.boolean(),
+    agent_card_url: z.url().nullable(),
+  })
+  .register(apiSchemas, { id: 'FriendRequestsOut' });
+
 export const Problem = z
   .object({
     type: z.string(),
@@ -286,4 +378,5 @@ export const Problem = z
     description: 'RFC 9457 problem details (served as application/json).',
   });
 
-export const RefParam = z.string().min(1);
+export const RefParam = z.string().min(1).describe('The endpoint slug or its `ep_` id.');
+export const RefParams = z.object({ ref: RefParam });

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { getEvent } from '../../../projections/log.queries.ts';
 import { listReplayAttempts } from '../../../projections/replays.queries.ts';
+import { deliveryDetail } from '../../deliveries/read.ts';
 import type { ReplayAttemptedData } from '../../domain/replay/events.ts';
 import { HooklineError } from '../../errors.ts';
 import { replayAndRecord } from '../../replay/record.ts';
@@ -28,7 +28,7 @@ export function registerReplayForm(app: FastifyInstance, deps: UiDeps): void {
 
   app.post<{ Params: { id: string } }>('/log/:id/replay', async (request, reply) => {
     const { id } = request.params;
-    const event = await getEvent(deps.db, id);
+    const event = await deliveryDetail(deps, id);
     if (!event) {
       throw new HooklineError(
         'not_found',

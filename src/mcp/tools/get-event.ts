@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { eventDetailOut, getEvent as findEvent } from '../../../projections/log.queries.ts';
+import { eventDetailOut } from '../../../projections/log.queries.ts';
+import { deliveryDetail } from '../../deliveries/read.ts';
 import { HooklineError } from '../../errors.ts';
 import { UNTRUSTED_NOTE } from '../present.ts';
 import { ok } from '../result.ts';
@@ -23,7 +24,7 @@ export const getEvent = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(ctx, args) {
     const event = Number.isSafeInteger(args.event_id)
-      ? await findEvent(ctx.services.runtime.db, args.event_id, { endpointId: ctx.endpoint.id })
+      ? await deliveryDetail(ctx.services.runtime, args.event_id, { endpointId: ctx.endpoint.id })
       : undefined;
     if (!event) throw new HooklineError('not_found', 'no event this endpoint may read has that id');
     return ok({ event: eventDetailOut(event), untrusted_note: UNTRUSTED_NOTE });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { findDeliveryPayload } from '../../../projections/log.queries.ts';
 import { listWebhooksOfEndpoint } from '../../../projections/webhooks.queries.ts';
+import { deliveryToReplay } from '../../deliveries/read.ts';
 import { HooklineError } from '../../errors.ts';
 import { replayAndRecord } from '../../replay/record.ts';
 import { failure, ok } from '../result.ts';
@@ -18,7 +18,7 @@ export const replayWebhookEvent = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   async run(ctx, args) {
     const { db, store, clock, replay } = ctx.services.runtime;
-    const row = await findDeliveryPayload(db, args.event_id);
+    const row = await deliveryToReplay(ctx.services.runtime, args.event_id);
     const owned = (await listWebhooksOfEndpoint(db, ctx.endpoint.id)).map((w) => `webhook:${w.id}`);
     if (!row || !owned.includes(row.provider)) {
       throw new HooklineError('not_found', "no retained delivery of this endpoint's webhooks has that id");
@@ -30,12 +30,11 @@ export const replayWebhookEvent = defineTool({
         'name a target_url: this endpoint was vended without replay targets',
       );
     }
-    const { result } = await replayAndRecord(
-      { store, clock, replay },
-      { id: Number(row.id), payload: row.payload, content_type: row.content_type },
-      target,
-      { via: 'mcp', by: ctx.endpoint.slug, endpointId: ctx.endpoint.id },
-    );
+    const { result } = await replayAndRecord({ store, clock, replay }, row, target, {
+      via: 'mcp',
+      by: ctx.endpoint.slug,
+      endpointId: ctx.endpoint.id,
+    });
     switch (result.kind) {
       case 'delivered':
         return ok({

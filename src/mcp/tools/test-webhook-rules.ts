@@ -37,7 +37,7 @@ export const testWebhookRules = defineTool({
       );
     }
     const deliveries = await recentDeliveries(
-      ctx.services.runtime.db,
+      ctx.services.runtime,
       args.webhook_id,
       args.event_id === undefined ? {} : { eventId: args.event_id, limit: 1 },
     );
