@@ -6,8 +6,8 @@ import type { RuleEngine, RuleEngineOptions } from '../rules-sandbox/index.ts'; 
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { DB } from './db/database.ts';
-import { migrateToLatest, schemaAtHead } from './db/migrate.ts';
-import { openEmbedded, openPostgres, type SqlDatabase } from './db/open.ts';
+import type { SqlDatabase } from './db/open.ts';
+import { prepareDatabase } from './db/prepare.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { createSqlEventStore } from './eventstore/sql/store.ts';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.ts';
@@ -46,43 +46,17 @@ export interface RuntimeOptions {
   readonly clock?: Clock;
   /** Embedded mode, tests: a database of its own on the data directory's server (default `hookline`). */
   readonly embeddedDatabase?: string;
+  /**
+   * The database, opened and migrated already (db/prepare.ts): `hookline serve` begins that before
+   * it loads the server's modules. The runtime owns it from here (closes it, also on a failed start).
+   */
+  readonly database?: Promise<SqlDatabase>;
   /** Start the projection workers (default true). */
   readonly startProjections?: boolean;
   /** RULES (issue 7): rule engine limits (tests: a sandbox that cannot start). */
   readonly ruleEngine?: RuleEngineOptions;
   /** RULES (issue 7), tests only: address classification and CA for a test's own HTTPS server. */
   readonly replay?: ReplayClientOptions;
-}
-
-/** Embedded mode starts (or adopts) its own PostgreSQL in the data directory; then one code path. */
-export async function openSql(
-  config: Config,
-  logger?: Logger,
-  options: Pick<RuntimeOptions, 'embeddedDatabase'> = {},
-): Promise<SqlDatabase> {
-  if (config.mode === 'embedded') {
-    return openEmbedded(config.dataDir, {
-      onInfo: (message) => logger?.info(message),
-      onError: (message) => logger?.error(message),
-      ...(options.embeddedDatabase ? { database: options.embeddedDatabase } : {}),
-    });
-  }
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is required outside embedded mode');
-  return openPostgres(config.databaseUrl);
-}
-
-/**
- * Migrations at start, on a connection of their own without the serving bound on a statement's
- * duration (db/open.ts): a migration may run long, an index over a big table say.
- */
-async function migrate(sql: SqlDatabase): Promise<void> {
-  if (await schemaAtHead(sql.db)) return; // every start but the first: no connection of its own either
-  const unbounded = openPostgres(sql.url, { max: 1, queryTimeoutMs: 0 });
-  try {
-    await migrateToLatest(unbounded.db);
-  } finally {
-    await unbounded.close();
-  }
 }
 
 async function openStore(config: Config, sql: SqlDatabase): Promise<EventStore> {
@@ -97,11 +71,10 @@ async function openStore(config: Config, sql: SqlDatabase): Promise<EventStore> 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
-  const sql = await openSql(config, logger, options);
+  const sql = await (options.database ?? prepareDatabase(config, logger, options));
   const closeHooks: Array<() => Promise<void> | void> = [];
   let store: EventStore | undefined;
   try {
-    await migrate(sql);
     store = await openStore(config, sql);
     // RULES (issue 7): spec 9, 0.4.0 item 7. Only a runtime that serves refuses to start; the
     // maintenance commands (`hookline projections ...`, no projections started) must still run.

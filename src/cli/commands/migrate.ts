@@ -15,7 +15,7 @@ export function registerMigrate(program: Command): void {
       const json = globalOptions(cmd).json;
       // Loaded here, not at the top: the drivers are not needed for `--help` or the other commands.
       const { openPostgres } = await import('../../db/open.ts');
-      const { openSql } = await import('../../runtime.ts');
+      const { openSql } = await import('../../db/prepare.ts');
       const { migrateToLatest } = await import('../../db/migrate.ts');
       const sql = await openSql(config);
       let results: Awaited<ReturnType<typeof migrateToLatest>>;

@@ -13,9 +13,38 @@ export function registerServe(program: Command): void {
     .action(async () => {
       const config = loadCliConfig();
       await assertPortFree(config); // before the data directory, the database or anything else
+      // The database first: embedded mode's initdb (a first start) or PostgreSQL's own start, and
+      // the migrations check, run while the server's modules load. Loading them holds the event
+      // loop for most of a second, so the import waits until PostgreSQL has work to do (initdb or
+      // the server spawned; in server mode, the first query sent). bench/README.md, "Start-up time".
+      const [{ createLogger }, { prepareDatabase }] = await Promise.all([
+        import('../../logger.ts'),
+        import('../../db/prepare.ts'),
+      ]);
+      const logger = createLogger(config);
+      let waiting!: () => void;
+      const handedOff = new Promise<void>((resolve) => {
+        waiting = resolve;
+      });
+      const database = prepareDatabase(config, logger, { onWaiting: waiting });
+      const settled = database.then(
+        () => {},
+        () => {}, // handled where createRuntime awaits it; not unhandled while the modules load
+      );
+      await Promise.race([
+        handedOff,
+        settled,
+        ...(config.mode === 'embedded' ? [] : [new Promise((resolve) => setImmediate(resolve))]),
+      ]);
       // Loaded here so that client commands do not pay for the whole server at start-up.
-      const { startServer } = await import('../../server.ts');
-      await startServer(config, { handleSignals: true });
+      let server: typeof import('../../server.ts');
+      try {
+        server = await import('../../server.ts');
+      } catch (err) {
+        await database.then((sql) => sql.close()).catch(() => {});
+        throw err;
+      }
+      await server.startServer(config, { handleSignals: true, runtime: { logger, database } });
       // Node writes the compile cache (bin/hookline.mjs) when the process exits; written soon after
       // the first start too, so that a server stopped by `kill -9` still leaves it for the next one.
       setTimeout(() => module.flushCompileCache(), 10_000).unref();
