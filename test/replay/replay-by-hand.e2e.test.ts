@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -149,9 +150,24 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
     expect(noTarget.code).not.toBe(0);
     expect(noTarget.stderr).toMatch(/--to/);
 
+    // A public target that does not answer: replay_failed, recorded as failed.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.2', () => {
+        const { port } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const down = await hookline(
+      ['events', 'replay', String(codehostId), '--to', `https://127.0.0.2:${closed}/`, '--json'],
+      env,
+    );
+    expect(down.code).toBe(1);
+    expect(errorOf(down)).toMatchObject({ code: 'replay_failed' });
+
     await settled(server);
     const attempts = await listReplayAttempts(server.runtime.db, codehostId);
-    expect(attempts.slice(0, 2).map((a) => [a.outcome, a.reason, a.phase, a.via, a.by])).toEqual([
+    expect(attempts.slice(0, 3).map((a) => [a.outcome, a.reason, a.phase, a.via, a.by])).toEqual([
+      ['failed', 'network', null, 'api', 'admin'],
       ['refused', 'scheme', 'call', 'api', 'admin'],
       ['refused', 'address', 'call', 'api', 'admin'],
     ]);
@@ -219,7 +235,7 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
       await page.goto(`${server.url}/log/${codehostId}`);
       const panel = page.locator('[data-replay-panel]');
       const rowsBefore = await panel.locator('tr[data-attempt]').count();
-      expect(rowsBefore).toBeGreaterThanOrEqual(4); // the CLI's, from the tests above
+      expect(rowsBefore).toBeGreaterThanOrEqual(5); // the CLI's, from the tests above
 
       await panel.getByLabel('Target URL').fill(`${target.origin()}/from-the-page`);
       await panel.getByRole('button', { name: 'Replay' }).click();
@@ -289,7 +305,7 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
   it('a rebuild of the replays read model gives the same attempts', async () => {
     await settled(server);
     const before = await listReplayAttempts(server.runtime.db, codehostId);
-    expect(before.length).toBeGreaterThanOrEqual(6);
+    expect(before.length).toBeGreaterThanOrEqual(7);
     // Emptied by hand, the table is given back by the rebuild from the replay streams alone.
     await server.runtime.db.deleteFrom('replay_attempts').execute();
     expect(await listReplayAttempts(server.runtime.db, codehostId)).toEqual([]);

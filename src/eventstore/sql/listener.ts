@@ -4,7 +4,7 @@ import { sleep } from './wakeup.ts';
 /**
  * A connection of its own LISTENs on the store's channel, so an append committed
  * by another process wakes this one's `$all` reader at once instead of at its next poll (each
- * append transaction NOTIFYs, es_append_batch). The connection is opened with the pool's settings
+ * commit is followed by a NOTIFY, store.ts notifyOthers). The connection is opened with the pool's settings
  * but outside the pool: it never takes one of the pool's connections from queries, and never waits
  * for one when the pool is busy. A lost connection is replaced with backoff, and the readers read
  * once more after each (re)connect, since notifications may have been missed meanwhile.

@@ -180,10 +180,12 @@ export async function createSqlEventStore(
   const writer = createAppendWriter({
     db: writerSql.db as AnyDb,
     maxInFlight: writers,
-    notifyChannel: channel,
+    // Other processes are told after the commit (notifyOthers), not inside the batch's transaction.
+    notifyChannel: undefined,
     notifyPayload: instance,
     onCommitted: (_events, newest) => {
       wakeup.fire(newest);
+      if (newest !== undefined) notifyOthers();
     },
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
   });
@@ -192,6 +194,38 @@ export async function createSqlEventStore(
     loops.add(loop);
     void loop.finally(() => loops.delete(loop));
   };
+  /**
+   * Wakes other processes' readers after a commit: one NOTIFY at a time on the pool, and one more
+   * after it for whatever committed meanwhile. A NOTIFY inside the append's transaction held
+   * PostgreSQL's notify lock, which is one for the whole cluster, from the commit until its WAL
+   * flush: batches of this store and every notifying transaction of the server waited on each
+   * other (bench/README.md, "The write path"). A process that dies between its commit and the
+   * NOTIFY leaves the others' readers to their poll (pollMs), as a lost notification always did.
+   */
+  let notifying = false;
+  let notifyAgain = false;
+  function notifyOthers(): void {
+    if (closed.signal.aborted) return;
+    if (notifying) {
+      notifyAgain = true;
+      return;
+    }
+    notifying = true;
+    notifyAgain = false;
+    track(
+      sql`select pg_notify(${channel}, ${instance})`
+        .execute(db)
+        .then(
+          () => {},
+          (err: unknown) => onError(err, 'notify'),
+        )
+        .finally(() => {
+          notifying = false;
+          if (notifyAgain) notifyOthers();
+        }),
+    );
+  }
+
   const tail = createLiveTail({
     db,
     wakeup,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Browser } from 'playwright-core';
@@ -95,6 +96,23 @@ describe('the OpenAPI document', () => {
     expect([...inDocument].sort()).toEqual([...new Set(served)].sort());
   });
 
+  it('matches the route table of docs/reference/api.md, row for row', async () => {
+    const doc = readFileSync(new URL('../../../docs/reference/api.md', import.meta.url), 'utf8');
+    // `| \`POST /api/v1/friends/{id}/approve\` · \`decline\` · … |`: one row, several last segments.
+    const rows = doc
+      .split('\n')
+      .filter((line) => /^\| `[A-Z]+ \/api\/v1\//.test(line))
+      .flatMap((line) => {
+        const [first, ...more] = (line.split(' | ')[0] ?? '').match(/`[^`]+`/g) ?? [];
+        const route = (first ?? '').slice(1, -1);
+        return [route, ...more.map((m) => route.replace(/[^/]+$/, m.slice(1, -1)))];
+      })
+      .map((route) => route.replace(' /api/v1/', ' /'));
+    const served = registered.filter((r) => r.split(' ')[1]?.startsWith('/api/v1/')).map(documented);
+    expect(rows.sort()).toEqual([...new Set(served)].sort());
+    expect(doc).toContain('| `GET /api/docs` |');
+  });
+
   it('is valid OpenAPI 3.1 whose $refs all resolve', async () => {
     const doc = await fetchDocument();
     expect(doc.openapi).toBe('3.1.0');
@@ -166,6 +184,13 @@ describe('the OpenAPI document', () => {
       code: 'invalid_filter',
       field: 'provider',
       detail: 'give provider once, as one value',
+    });
+    const replay = await alice.call<Record<string, unknown>>('POST', '/events/1/replay');
+    expect(replay.status).toBe(400);
+    expect(replay.body).toMatchObject({
+      code: 'invalid_body',
+      field: 'target_url',
+      detail: 'target_url: Invalid input: expected string, received undefined',
     });
     const empty = await alice.call<Record<string, unknown>>('POST', '/endpoints', '', {
       'content-type': 'application/json',
