@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { followEvents } from '../client/follow.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { printJson, printTable, say, warn } from '../client/output.ts';
 
@@ -176,6 +175,8 @@ export function registerEvents(program: Command): void {
       const api = clientFor(cmd);
       const json = wantsJson(cmd);
       let seen = 0;
+      // Loaded here: only the followers need the EventSource client.
+      const { followEvents } = await import('../client/follow.ts');
       const follower = followEvents(api.server, {
         notice: warn,
         onDelivery: (delivery) => {

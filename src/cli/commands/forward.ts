@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { followEvents } from '../client/follow.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { warn } from '../client/output.ts';
 import { forwardHeaders, newLocalSecret } from '../forward/resign.ts';
@@ -160,6 +159,8 @@ export function registerForward(program: Command): void {
             if (d) await forward(d);
           });
 
+        // Loaded here: only the followers need the EventSource client.
+        const { followEvents } = await import('../client/follow.ts');
         const follower = followEvents(api.server, {
           notice: warn,
           onReady: () => {

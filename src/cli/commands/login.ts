@@ -1,5 +1,4 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import open from 'open';
 import { unreachable } from '../client/http.ts';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { LoginError, login } from '../client/oauth.ts';
@@ -34,6 +33,8 @@ export function registerLogin(program: Command): void {
           present: async (url) => {
             warn(`To sign in to ${api.server}, open this URL in a browser:\n\n  ${url}\n`);
             if (opts.open) {
+              // Loaded here: the other commands and `hookline serve` do not need it (12 modules).
+              const { default: open } = await import('open');
               await open(url).then(
                 (child) => child.on('error', () => warn('(could not open a browser; open the URL yourself)')),
                 () => warn('(could not open a browser; open the URL yourself)'),
