@@ -13,10 +13,12 @@ export function registerServe(program: Command): void {
     .action(async () => {
       const config = loadCliConfig();
       await assertPortFree(config); // before the data directory, the database or anything else
-      // The database first: embedded mode's initdb (a first start) or PostgreSQL's own start, and
-      // the migrations check, run while the server's modules load. Loading them holds the event
-      // loop for most of a second, so the import waits until PostgreSQL has work to do (initdb or
-      // the server spawned; in server mode, the first query sent). bench/README.md, "Start-up time".
+      // The database first: embedded mode's initdb (a first start) or PostgreSQL's own start run
+      // while the server's modules load. Loading them holds the event loop for most of a second, so
+      // the import waits until initdb or the server has been spawned (bench/README.md, "Start-up
+      // time"). With DATABASE_URL the database is ready before the import: a connection in flight
+      // while the loop is held finds, when it comes back, its connect timeout's timer run before
+      // the server's answer is read, and fails on a loaded machine (bench:boot did, once).
       const [{ createLogger }, { prepareDatabase }] = await Promise.all([
         import('../../logger.ts'),
         import('../../db/prepare.ts'),
@@ -31,11 +33,7 @@ export function registerServe(program: Command): void {
         () => {},
         () => {}, // handled where createRuntime awaits it; not unhandled while the modules load
       );
-      await Promise.race([
-        handedOff,
-        settled,
-        ...(config.mode === 'embedded' ? [] : [new Promise((resolve) => setImmediate(resolve))]),
-      ]);
+      await Promise.race(config.mode === 'embedded' ? [handedOff, settled] : [settled]);
       // Loaded here so that client commands do not pay for the whole server at start-up.
       let server: typeof import('../../server.ts');
       try {
