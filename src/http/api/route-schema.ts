@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifySchema, FastifyTypeProvider } from 'fastify';
-import { ZodError, z } from 'zod';
+import { ZodError, type z } from 'zod';
 import { API_SCOPE } from '../../auth/oauth-settings.ts';
 import { HooklineError } from '../../errors.ts';
 import { summarizeZod, toHooklineError } from '../errors-plugin.ts';
