@@ -499,6 +499,8 @@ export interface ManagedPostgres {
   readonly pid: number;
   /** True when this process found the server running and adopted it. */
   readonly adopted: boolean;
+  /** Creates the database when it is missing (what a start does unless `databaseOnDemand`). */
+  ensureDatabase(): Promise<void>;
   readonly clusterDir: string;
   /**
    * Stops the server unless other clients are connected to it (another hookline on the same data
@@ -525,6 +527,13 @@ export interface ManagedPostgresOptions {
    * ready): `hookline serve` loads its modules meanwhile, which holds the event loop.
    */
   readonly onWaiting?: () => void;
+  /**
+   * The caller connects to the database itself and calls `ensureDatabase()` when that connection
+   * is refused with 3D000 (no such database): a start on an initialised cluster then opens no
+   * administrative connection of its own (db/open.ts). A cluster this start initialised gets its
+   * database at once either way.
+   */
+  readonly databaseOnDemand?: boolean;
 }
 
 function connectionUrl(credentials: Credentials, socketDir: string, port: number, database: string): string {
@@ -546,6 +555,8 @@ async function refusePgliteDir(dataDir: string): Promise<void> {
   }
 }
 
+const READY_POLL_MS = 15;
+
 /** Waits until postmaster `pid` says it is ready; undefined when it exits (or time runs out) first. */
 async function waitReady(
   clusterDir: string,
@@ -555,12 +566,15 @@ async function waitReady(
 ): Promise<PostmasterPid | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const asked = Date.now();
     const pm = await readPostmasterPid(clusterDir);
     // A pid file naming another process is a dead server's, not yet replaced by this one's.
     if (pm?.pid === pid && pm.status === 'ready' && pm.socketDir) return pm;
     if (!isAlive()) return undefined;
     if (Date.now() > deadline) return undefined;
-    await sleep(15);
+    // A read that took longer than a poll is stale: the event loop was held meanwhile (`hookline
+    // serve` loads its modules while PostgreSQL starts), and the server may be ready by now.
+    if (Date.now() - asked < READY_POLL_MS) await sleep(READY_POLL_MS);
   }
 }
 
@@ -593,8 +607,14 @@ export async function startManagedPostgres(
   const info = options.onInfo ?? (() => {});
   const database = options.database ?? DATABASE;
   await mkdir(dataDir, { recursive: true });
-  await refusePgliteDir(dataDir);
-  const pkg = await binaryPackage(options.binaryPackageDir);
+  // Both only read; the PGlite refusal is the one reported when both fail.
+  const [refused, found] = await Promise.allSettled([
+    refusePgliteDir(dataDir),
+    binaryPackage(options.binaryPackageDir),
+  ]);
+  if (refused.status === 'rejected') throw refused.reason;
+  if (found.status === 'rejected') throw found.reason;
+  const pkg = found.value;
   const user = await serverUser();
   const clusterDir = path.join(dataDir, CLUSTER_SUBDIR);
   if (user) await assertReachable(dataDir, user);
@@ -621,7 +641,7 @@ export async function startManagedPostgres(
           `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
         );
       }
-      await ensureDatabase(credentials, pm, database);
+      if (!options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
       info(`adopted the PostgreSQL server already running on ${clusterDir} (pid ${pm.pid})`);
       return handle(dataDir, clusterDir, credentials, pm, database, true, info);
     }
@@ -651,7 +671,7 @@ export async function startManagedPostgres(
       options.onWaiting?.();
       const pm = child.pid ? await waitReady(clusterDir, child.pid, () => !exited, 120_000) : undefined;
       if (pm) {
-        await ensureDatabase(credentials, pm, database);
+        if (fresh || !options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
         info(`started PostgreSQL on ${clusterDir} (pid ${pm.pid}, socket in ${pm.socketDir})`);
         return handle(dataDir, clusterDir, credentials, pm, database, false, info);
       }
@@ -687,6 +707,7 @@ function handle(
     pid: pm.pid,
     adopted,
     clusterDir,
+    ensureDatabase: () => ensureDatabase(credentials, pm, database),
     stop: () => {
       stopping ??= (async () => {
         if (!processAlive(pm.pid)) return false;

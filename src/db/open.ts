@@ -2,7 +2,12 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { CopyingClient } from './copy.ts';
 import type { Database } from './database.ts';
-import { type ManagedPostgresOptions, processAlive, startManagedPostgres } from './managed-postgres.ts';
+import {
+  type ManagedPostgres,
+  type ManagedPostgresOptions,
+  processAlive,
+  startManagedPostgres,
+} from './managed-postgres.ts';
 
 // int8 (bigint) columns come back as strings by default; revisions and positions need exact values.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => BigInt(v));
@@ -102,6 +107,23 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   };
 }
 
+/**
+ * The pool's first connection, kept in the pool for the start's first queries: it also tells
+ * whether the database exists. Refused with 3D000 (a new cluster, or a database of a test's own),
+ * the database is created and the connection tried again; every other start opens no other.
+ */
+async function firstConnection(pool: pg.Pool, managed: ManagedPostgres): Promise<void> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    if ((err as { code?: string }).code !== '3D000') throw err;
+    await managed.ensureDatabase();
+    client = await pool.connect();
+  }
+  client.release();
+}
+
 /** How often embedded mode checks that its PostgreSQL still runs. */
 const WATCH_MS = 1000;
 
@@ -115,14 +137,22 @@ export async function openEmbedded(
   dataDir: string,
   options: PostgresOptions & ManagedPostgresOptions & { readonly onError?: (message: string) => void } = {},
 ): Promise<SqlDatabase> {
-  let managed = await startManagedPostgres(dataDir, options);
+  const startOptions = { ...options, databaseOnDemand: true };
+  let managed = await startManagedPostgres(dataDir, startOptions);
   const sql = openPostgres(managed.url, options);
+  try {
+    await firstConnection(sql.pool, managed);
+  } catch (err) {
+    await sql.close().catch(() => {});
+    await managed.stop().catch(() => {});
+    throw err;
+  }
   let closing = false;
   let restarting: Promise<void> | undefined;
   const watch = setInterval(() => {
     if (closing || restarting || processAlive(managed.pid)) return;
     options.onError?.(`the embedded PostgreSQL (pid ${managed.pid}) is gone; starting it again`);
-    restarting = startManagedPostgres(dataDir, options)
+    restarting = startManagedPostgres(dataDir, startOptions)
       .then((again) => {
         if (again.url !== managed.url) {
           options.onError?.('the restarted embedded PostgreSQL listens elsewhere; restart hookline');

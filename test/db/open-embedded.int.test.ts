@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { openEmbedded } from '../../src/db/open.ts';
+import { embeddedTarget } from '../support/embedded.ts';
+
+/**
+ * openEmbedded on an initialised cluster opens no administrative connection: the pool's first
+ * connection tells whether the database exists (db/open.ts). These run on the worker slot's managed
+ * server (test/support/embedded.ts), adopted as a second hookline would adopt it.
+ */
+describe('openEmbedded on a running managed server', () => {
+  /** The server's databases, seen through a connection to `url`. */
+  async function databases(url: string): Promise<string[]> {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const { rows } = await c.query<{ datname: string }>('select datname from pg_database');
+      return rows.map((r) => r.datname);
+    } finally {
+      await c.end();
+    }
+  }
+
+  it('creates a database that is missing (the first connection is refused with 3D000), then serves from it', async () => {
+    const target = await embeddedTarget(); // the slot's server, with a database to look from
+    const missing = `t_missing_${randomBytes(4).toString('hex')}`;
+    const lookout = await openEmbedded(target.env.HOOKLINE_DATA_DIR, { database: target.database });
+    try {
+      expect(await databases(lookout.url)).not.toContain(missing);
+      const sql = await openEmbedded(target.env.HOOKLINE_DATA_DIR, { database: missing });
+      try {
+        const { rows } = await sql.pool.query<{ db: string }>('select current_database() as db');
+        expect(rows[0]!.db).toBe(missing);
+        expect(await databases(lookout.url)).toContain(missing);
+      } finally {
+        await sql.close();
+      }
+      // Opening it again finds it: no second create, nothing refused.
+      const again = await openEmbedded(target.env.HOOKLINE_DATA_DIR, { database: missing });
+      await again.close();
+      const admin = new pg.Client({ connectionString: lookout.url });
+      await admin.connect();
+      await admin.query(`drop database ${admin.escapeIdentifier(missing)} with (force)`);
+      await admin.end();
+    } finally {
+      await lookout.close();
+      await target.drop();
+    }
+  });
+
+  it('opens an existing database with the pool connection alone: no administrative connection', async () => {
+    const target = await embeddedTarget();
+    const sql = await openEmbedded(target.env.HOOKLINE_DATA_DIR, { database: target.database });
+    try {
+      // The first connection stays in the pool for the start's first queries.
+      expect(sql.pool.totalCount).toBe(1);
+      expect(sql.pool.idleCount).toBe(1);
+      const { rows } = await sql.pool.query<{ n: number }>(
+        "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'hookline'",
+      );
+      expect(rows[0]!.n).toBe(1);
+    } finally {
+      await sql.close();
+      await target.drop();
+    }
+  });
+});
