@@ -71,11 +71,6 @@ export interface PostgresOptions {
   readonly max?: number;
   /** Milliseconds; 0 for none (bulk loads of benchmarks). Default QUERY_TIMEOUT_MS. */
   readonly queryTimeoutMs?: number;
-  /**
-   * Idle connections stay open until the pool closes (pg closes them after 10 s by default), and
-   * hold nothing of the process's event loop (pg's allowExitOnIdle).
-   */
-  readonly keepIdle?: boolean;
 }
 
 export function openPostgres(connectionString: string, options: PostgresOptions = {}): SqlDatabase {
@@ -84,7 +79,6 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     Client: BoundedClient, // COPY FROM STDIN through Kysely (copy.ts), closed after a timeout
     connectionString,
     max: options.max ?? 16,
-    ...(options.keepIdle ? { idleTimeoutMillis: 0, allowExitOnIdle: true } : {}),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,

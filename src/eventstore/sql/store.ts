@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { openPostgres, type SqlDatabase } from '../../db/open.ts';
+import type { SqlDatabase } from '../../db/open.ts';
 import {
   type AppendOptions,
   type AppendResult,
@@ -49,9 +49,8 @@ export interface SqlEventStoreOptions {
   /** While live, the end of $all is read at most once per this interval, however often commits come. Default 10 ms. */
   readonly liveIntervalMs?: number;
   /**
-   * PostgreSQL: append batches written at once, each on a connection of the writer's own (a pool of
-   * this size beside the database's, so that a batch never waits for a connection behind reads and
-   * projections). Default 2.
+   * PostgreSQL: append batches written at once, each on a connection of the database's pool.
+   * Default 2.
    */
   readonly writers?: number;
   /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
@@ -165,20 +164,12 @@ export async function createSqlEventStore(
   );
 
   const writers = Math.max(1, options.writers ?? 2);
-  // The group commit's own connections (issues 22, 23): on the shared pool a batch waited behind
-  // the projections' transactions and the requests' reads for a free connection (the
-  // hookline_append_connect_seconds histogram), which every delivery of the batch then waited too.
-  // Kept open while idle: after a lull, the first delivery would otherwise wait for a new
-  // connection (its start-up and authentication) before its batch could be sent.
-  const writerSql = openPostgres(sqlDb.url, { max: writers, keepIdle: true });
-  writerSql.pool.on('connect', guard);
-  // Opened now, not by the first batch (start-up and authentication in front of its deliveries);
-  // not awaited: a failure here is the first batch's to report.
-  void Promise.all(Array.from({ length: writers }, () => sql`select 1`.execute(writerSql.db))).catch(
-    ignoreClientError,
-  );
+  // The group commit takes its connections from the database's pool. A pool of its own (kept open
+  // while idle) was tried for issues 22 and 23: it cut the wait for a connection under bench:agent
+  // but doubled PostgreSQL's CPU per delivery under bench:ingest (0.46 to 0.98 ms, half the rate,
+  // same run); bench/README.md, "The write path".
   const writer = createAppendWriter({
-    db: writerSql.db as AnyDb,
+    db: db as AnyDb,
     maxInFlight: writers,
     // Other processes are told after the commit (notifyOthers), not inside the batch's transaction.
     notifyChannel: undefined,
@@ -358,7 +349,6 @@ export async function createSqlEventStore(
     close() {
       closing ??= (async () => {
         await writer.drain();
-        await writerSql.close();
         closed.abort();
         await listener.stop();
         await Promise.allSettled([...loops]);
