@@ -27,6 +27,8 @@ export interface StreamOptions {
   readonly keepAliveMs?: number;
   /** Unsent bytes a client may hold before it is dropped. */
   readonly maxBufferBytes?: number;
+  /** Clients written in one turn of the event loop (FANOUT_SLICE). */
+  readonly fanoutSlice?: number;
 }
 
 export const DEFAULT_REPLAY_BOUND = 1000;
@@ -93,6 +95,7 @@ export function streamPlugin(deps: StreamDeps) {
   const replayBound = deps.options?.replayBound ?? DEFAULT_REPLAY_BOUND;
   const keepAliveMs = deps.options?.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const maxBufferBytes = deps.options?.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const fanoutSlice = Math.max(1, deps.options?.fanoutSlice ?? FANOUT_SLICE);
   const { hub } = deps;
 
   return fp(
@@ -165,7 +168,7 @@ export function streamPlugin(deps: StreamDeps) {
         writing = true;
         const slice = (): void => {
           const t = performance.now();
-          const end = Math.min(targets.length, next + FANOUT_SLICE);
+          const end = Math.min(targets.length, next + fanoutSlice);
           for (; next < end; next++) {
             const client = targets[next]!;
             if (clients.has(client)) deliver(client, serialized);
