@@ -1,5 +1,12 @@
 import { compareSqlPositions, parsePosition, type SqlPosition } from './positions.ts';
-import { type AnyDb, isFullPage, type PageLimits, readAllPage, readHeadPosition } from './reads.ts';
+import {
+  type AnyDb,
+  isFullPage,
+  type PageLimits,
+  readAllPage,
+  readHeadPosition,
+  readLiveBound,
+} from './reads.ts';
 import type { EventRow } from './rows.ts';
 import { sleep, type Wakeup } from './wakeup.ts';
 
@@ -17,6 +24,11 @@ export type TailSink = (after: SqlPosition, rows: readonly EventRow[]) => void;
 export interface LiveTail {
   /** The sink receives every page the tail reads from now on, in order. Returns the detach function. */
   attach(sink: TailSink): () => void;
+  /**
+   * The highest visibility bound the tail has read with (reads.ts, readLiveBound; 0n before the
+   * first): safe for any later read, so a subscription reading a gap sees what the tail saw.
+   */
+  readonly visibleBelow: bigint;
 }
 
 export interface TailDeps {
@@ -34,6 +46,7 @@ export interface TailDeps {
 export function createLiveTail(deps: TailDeps): LiveTail {
   const sinks = new Set<TailSink>();
   let running = false;
+  let visibleBelow = 0n;
 
   async function run(): Promise<void> {
     running = true;
@@ -58,7 +71,10 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           // Last-Event-ID far in the future) from steering the reader everyone shares.
           position ??= parsePosition(await readHeadPosition(deps.db));
           from = position;
-          rows = await readAllPage(deps.db, from, deps.limits);
+          // Not below the oldest transaction of the cluster: below the oldest one that writes events.
+          const bound = await readLiveBound(deps.db);
+          if (bound > visibleBelow) visibleBelow = bound;
+          rows = await readAllPage(deps.db, from, deps.limits, visibleBelow);
           backoff = 100;
         } catch (err) {
           if (deps.closed.aborted) break;
@@ -79,9 +95,9 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           }
         }
         if (isFullPage(rows, deps.limits)) continue;
-        // A commit woke us but its events are not visible yet: a transaction that began before it
-        // (another batch, a projection's) is still open, and may end without a wake-up of its
-        // own. So look again soon instead of waiting for the next commit or the poll. We know it
+        // A commit woke us but its events are not visible yet: a writer's transaction that got its
+        // id before it (another batch, of this process or another) is still open, and may end
+        // without a wake-up of its own. So look again soon instead of waiting for the next commit or the poll. We know it
         // for this process's own commits (their positions); for another process's, a wake-up
         // that found nothing at all says as much.
         const own = deps.wakeup.committed;
@@ -115,6 +131,9 @@ export function createLiveTail(deps: TailDeps): LiveTail {
   }
 
   return {
+    get visibleBelow() {
+      return visibleBelow;
+    },
     attach(sink) {
       sinks.add(sink);
       if (!running) deps.track(run());
