@@ -1,12 +1,5 @@
 import { compareSqlPositions, parsePosition, type SqlPosition } from './positions.ts';
-import {
-  type AnyDb,
-  isFullPage,
-  type PageLimits,
-  readAllPage,
-  readHeadPosition,
-  readLiveBound,
-} from './reads.ts';
+import { type AnyDb, isFullPage, type PageLimits, readAllPage, readHeadPosition } from './reads.ts';
 import type { EventRow } from './rows.ts';
 import { sleep, type Wakeup } from './wakeup.ts';
 
@@ -24,11 +17,6 @@ export type TailSink = (after: SqlPosition, rows: readonly EventRow[]) => void;
 export interface LiveTail {
   /** The sink receives every page the tail reads from now on, in order. Returns the detach function. */
   attach(sink: TailSink): () => void;
-  /**
-   * The highest visibility bound the tail has read with (reads.ts, readLiveBound; 0n before the
-   * first): safe for any later read, so a subscription reading a gap sees what the tail saw.
-   */
-  readonly visibleBelow: bigint;
 }
 
 export interface TailDeps {
@@ -46,7 +34,6 @@ export interface TailDeps {
 export function createLiveTail(deps: TailDeps): LiveTail {
   const sinks = new Set<TailSink>();
   let running = false;
-  let visibleBelow = 0n;
 
   async function run(): Promise<void> {
     running = true;
@@ -71,10 +58,8 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           // Last-Event-ID far in the future) from steering the reader everyone shares.
           position ??= parsePosition(await readHeadPosition(deps.db));
           from = position;
-          // Not below the oldest transaction of the cluster: below the oldest one that writes events.
-          const bound = await readLiveBound(deps.db);
-          if (bound > visibleBelow) visibleBelow = bound;
-          rows = await readAllPage(deps.db, from, deps.limits, visibleBelow);
+          // Below the oldest running transaction that writes events, not the oldest of the cluster.
+          rows = await readAllPage(deps.db, from, deps.limits, true);
           backoff = 100;
         } catch (err) {
           if (deps.closed.aborted) break;
@@ -131,9 +116,6 @@ export function createLiveTail(deps: TailDeps): LiveTail {
   }
 
   return {
-    get visibleBelow() {
-      return visibleBelow;
-    },
     attach(sink) {
       sinks.add(sink);
       if (!running) deps.track(run());
