@@ -3,7 +3,12 @@ import { type CommandDeps, handleCommand, readAggregate } from '../commands/hand
 import { endpointDecider } from '../domain/endpoint/decide.ts';
 import { endpointStream } from '../domain/endpoint/events.ts';
 import type { Verb } from '../domain/endpoint/verbs.ts';
-import { type FriendActor, type FriendCommand, friendDecider } from '../domain/friend/decide.ts';
+import {
+  type FriendActor,
+  type FriendCommand,
+  friendDecider,
+  type RequestFriend,
+} from '../domain/friend/decide.ts';
 import { friendStream } from '../domain/friend/events.ts';
 import { FRIEND_REQUEST_TTL_MS, grantableOf } from '../domain/friend/grant.ts';
 import type { FriendState } from '../domain/friend/state.ts';
@@ -51,29 +56,21 @@ export async function friendableEndpoint(deps: CommandDeps, slug: string) {
   return state;
 }
 
-export interface NewRequest {
+/**
+ * What a caller brings to a friend request: the domain's `RequestFriend` without what this module
+ * decides (the edge's id, the approver resolved from the slug, the time to live).
+ */
+export type NewRequest = Omit<RequestFriend, 'type' | 'friendId' | 'approver' | 'ttlMs'> & {
   readonly approverSlug: string;
-  readonly requester: {
-    readonly name: string;
-    readonly description: string | null;
-    readonly cardUrl: string | null;
-    readonly endpointId: string | null;
-    readonly operator: string | null;
-  };
-  readonly verbs: readonly string[];
-  readonly queue: string;
-  readonly message: string | null;
-  readonly via: 'a2a' | 'local';
-  readonly sourceIp: string | null;
-  readonly by: string;
-}
+};
 
 /** A new edge, pending its approver. A refused request (spec 7's 400) is not stored. */
 export async function requestFriend(
   deps: CommandDeps,
   input: NewRequest,
 ): Promise<{ readonly state: FriendState; readonly position: Position | undefined }> {
-  const approver = await friendableEndpoint(deps, input.approverSlug);
+  const { approverSlug, ...request } = input;
+  const approver = await friendableEndpoint(deps, approverSlug);
   if (!approver) throw new HooklineError('not_found', 'no endpoint takes friend requests under that slug');
   const friendId = newId('fr');
   const result = await handleCommand(
@@ -81,16 +78,10 @@ export async function requestFriend(
     friendStream(friendId),
     friendDecider,
     {
+      ...request,
       type: 'RequestFriend',
       friendId,
       approver: { endpointId: approver.id, slug: approver.slug, operator: approver.operator, active: true },
-      requester: input.requester,
-      verbs: input.verbs,
-      queue: input.queue,
-      message: input.message,
-      via: input.via,
-      sourceIp: input.sourceIp,
-      by: input.by,
       ttlMs: FRIEND_REQUEST_TTL_MS,
     },
     { newStream: true, retries: 0 },

@@ -128,10 +128,18 @@ export function sendProblem(
   return reply.code(error.status).type(problemContentType(request.url)).send(problem);
 }
 
+/**
+ * 5xx answers about someone else's server (a replay target that did not answer): the operator's
+ * request was served as well as it could be, so a warning with the reason, not an error with a stack.
+ */
+const UPSTREAM: ReadonlySet<string> = new Set(['replay_failed']);
+
 /** Logs `error` and answers it as a problem document; the error handler and frameworkErrors share it. */
 export function replyWithProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const he = toHooklineError(error);
-  if (he.status >= 500) request.log.error({ err: error }, 'request failed');
+  if (UPSTREAM.has(he.code))
+    request.log.warn({ code: he.code, status: he.status, detail: he.message }, 'upstream failed');
+  else if (he.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ code: he.code, status: he.status }, 'request refused');
   return sendProblem(reply, he, request);
 }
