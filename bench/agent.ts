@@ -20,16 +20,20 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
-import { createScratchDatabase } from './scratch-database.ts';
+import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 import { formatWriterStats, scrapeMetrics, writerStats } from './writer-stats.ts';
 
 const SECRET = 'bench-codehost-secret';
@@ -131,9 +135,13 @@ async function serve(): Promise<Ready> {
 
 // ---- parent ------------------------------------------------------------------------------
 
-function startChild(env: Record<string, string>): Promise<{ child: ChildProcess; ready: Ready }> {
+function startChild(
+  env: Record<string, string>,
+  profileDir?: string,
+): Promise<{ child: ChildProcess; ready: Ready }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, SELF, '--serve'], {
+    const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    const child = spawn(process.execPath, [...NODE_FLAGS, ...prof, SELF, '--serve'], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -235,6 +243,8 @@ interface AgentPath {
   readonly claimed: number;
   readonly unique: number;
   readonly claimedPerS: number;
+  /** How long each agent call took: a claim_next that got a todo, one that found none, complete. */
+  readonly calls: { readonly claimMs: number[]; readonly emptyMs: number[]; readonly completeMs: number[] };
 }
 
 async function agentPath(
@@ -267,17 +277,24 @@ async function agentPath(
   const ids: string[] = [];
   let stopDraining = false;
   let lastClaimAt = 0;
+  const claimMs: number[] = [];
+  const emptyMs: number[] = [];
+  const completeMs: number[] = [];
   const drained = agents.map(async (a) => {
     while (!stopDraining) {
+      let t = performance.now();
       const next = await a.call('claim_next', {});
       const todo = next.todo as { id: string } | null;
+      (todo ? claimMs : emptyMs).push(performance.now() - t);
       if (!todo) {
         await Promise.race([new Promise<void>((r) => wake.push(r)), sleep(50)]);
         continue;
       }
       ids.push(todo.id);
       lastClaimAt = performance.now();
+      t = performance.now();
       await a.call('complete', { todo_id: todo.id, lease_id: next.lease_id });
+      completeMs.push(performance.now() - t);
     }
   });
 
@@ -335,6 +352,7 @@ async function agentPath(
     claimed: ids.length,
     unique: new Set(ids).size,
     claimedPerS: ids.length / ((lastClaimAt - started) / 1000),
+    calls: { claimMs, emptyMs, completeMs },
   };
 }
 
@@ -347,6 +365,8 @@ async function main(): Promise<void> {
       agents: { type: 'string', default: '4' },
       only: { type: 'string', default: 'postgres,embedded' },
       rules: { type: 'string', default: '0,5' },
+      'cpu-prof': { type: 'string' },
+      statements: { type: 'boolean', default: false },
     },
   });
   if (values.serve) {
@@ -367,31 +387,97 @@ async function main(): Promise<void> {
   for (const mode of modes) {
     const env: Record<string, string> = {};
     let cleanup = async () => {};
+    let database: string | undefined;
     if (mode === 'postgres') {
-      const database = await createScratchDatabase('agent');
-      env.DATABASE_URL = database.url;
-      cleanup = database.drop;
+      const scratch = await createScratchDatabase('agent');
+      env.DATABASE_URL = scratch.url;
+      database = new URL(scratch.url).pathname.slice(1);
+      cleanup = scratch.drop;
     } else {
       const scratch = await scratchDataDir('agent');
       env.HOOKLINE_DATA_DIR = scratch.dir;
       cleanup = scratch.remove;
     }
+    const profileDir = values['cpu-prof'] ? path.resolve(values['cpu-prof'], mode) : undefined;
+    let delivered = 0;
     try {
-      const { child, ready } = await startChild(env);
+      const { child, ready } = await startChild(env, profileDir);
+      // CPU of the server process and of its database's backends (PostgreSQL mode), and commits.
+      const snapshot = async () => ({
+        node: child.pid === undefined ? undefined : cpuSeconds(child.pid),
+        db: database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined,
+      });
+      type Snapshot = Awaited<ReturnType<typeof snapshot>>;
+      const costs = (a: Snapshot, b: Snapshot, n: number) => {
+        const node =
+          a.node !== undefined && b.node !== undefined ? ((b.node - a.node) * 1000) / n : undefined;
+        const pgCpu = a.db && b.db ? backendCpu(a.db.backends, b.db.backends) : undefined;
+        return {
+          'node CPU ms': node === undefined ? '' : Number(node.toFixed(3)),
+          'pg CPU ms': pgCpu === undefined ? '' : Number(((pgCpu * 1000) / n).toFixed(3)),
+          'commits/delivery':
+            a.db && b.db ? Number(((b.db.xactCommit - a.db.xactCommit) / n).toFixed(2)) : '',
+        };
+      };
+      /** The database's statements by calls per delivery (pg_stat_statements, cluster-wide, this database). */
+      const statements = async (n: number, top = 25) => {
+        if (!database || !values.statements) return;
+        const client = new pg.Client({ connectionString: BENCH_ADMIN_URL });
+        await client.connect();
+        try {
+          const r = await client.query<{ calls: string; ms: number; query: string }>(
+            `select s.calls::text, s.total_exec_time as ms, s.query from pg_stat_statements s
+             join pg_database d on d.oid = s.dbid where d.datname = $1 order by s.calls desc limit $2`,
+            [database, top],
+          );
+          for (const row of r.rows) {
+            const calls = (Number(row.calls) / n).toFixed(2).padStart(7);
+            const ms = (row.ms / n).toFixed(3).padStart(7);
+            console.log(`    ${calls} calls ${ms} ms  ${row.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+          }
+          await client.query(
+            `select pg_stat_statements_reset(0, (select oid from pg_database where datname = $1), 0)`,
+            [database],
+          );
+        } finally {
+          await client.end();
+        }
+      };
       try {
-        await instanceReceiver(ready.port, 2, senders); // warm-up
+        delivered += (await instanceReceiver(ready.port, 2, senders)).ok; // warm-up
         const base = `http://127.0.0.1:${ready.port}`;
         let metrics = await scrapeMetrics(base);
+        await statements(1, 0);
+        let before = await snapshot();
         const instance = await instanceReceiver(ready.port, seconds, senders);
+        delivered += instance.ok;
+        await sleep(500);
+        const instanceCosts = costs(before, await snapshot(), instance.ok);
+        console.log(
+          `  ${mode}, instance receiver: ${instance.ok} deliveries, per delivery ${JSON.stringify(instanceCosts)}`,
+        );
         const phase = async (name: string) => {
           const now = await scrapeMetrics(base);
           console.log(`  ${mode}, ${name}: ${formatWriterStats(writerStats(metrics, now))}`);
           metrics = now;
         };
         await phase('instance receiver');
+        await statements(instance.ok);
         for (const rules of ruleCounts) {
+          before = await snapshot();
           const r = await agentPath(ready, rules, seconds, senders, agentCount);
+          delivered += r.posted.ok;
+          const agentCosts = costs(before, await snapshot(), r.posted.ok);
+          console.log(
+            `  ${mode}, ${rules} rules: per delivery (claims and completions included) ${JSON.stringify(agentCosts)}`,
+          );
           await phase(`${rules} rules (agents' claims and completions included)`);
+          await statements(r.posted.ok);
+          const pp = (xs: number[]) =>
+            `${xs.length} calls, p50 ${percentile(xs, 0.5).toFixed(1)} ms, p99 ${percentile(xs, 0.99).toFixed(1)} ms`;
+          console.log(
+            `  ${mode}, ${rules} rules: agents' claim_next with a todo ${pp(r.calls.claimMs)}; empty ${pp(r.calls.emptyMs)}; complete ${pp(r.calls.completeMs)}`,
+          );
           const once = r.claimed >= r.posted.ok && r.unique === r.claimed;
           exactlyOnce &&= once;
           rows.push({
@@ -417,6 +503,10 @@ async function main(): Promise<void> {
         }
       } finally {
         await stopChild(child);
+      }
+      if (profileDir) {
+        await mkdir(profileDir, { recursive: true });
+        await writeFile(path.join(profileDir, 'deliveries'), `${delivered}\n`);
       }
     } finally {
       await cleanup();

@@ -41,6 +41,11 @@ export async function up(db: AnyDb): Promise<void> {
     db,
   );
   await sql`drop function es_append_batch(${sql.raw(V5_SIGNATURE)})`.execute(db);
+  await createAppendBatchV6(db);
+}
+
+/** The sixth version's function, as up() creates it (the seventh's down() creates it again). */
+export async function createAppendBatchV6(db: AnyDb): Promise<void> {
   await sql`
     create function es_append_batch(
       a_streams text[], a_expected text[], a_counts int[], a_groups int[],

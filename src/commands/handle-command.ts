@@ -38,7 +38,7 @@ export interface Aggregate<S> {
 /** A decision made by hand instead of by `decider.decide` (it may read more before deciding). */
 export type Decide<S, E> = (state: S, now: Date) => E[] | Promise<E[]>;
 
-export interface HandleOptions {
+export interface HandleOptions<S = unknown> {
   /** Conflicts decided again before giving up (default 3). */
   readonly retries?: number;
   /**
@@ -48,6 +48,13 @@ export interface HandleOptions {
   readonly newStream?: boolean;
   /** When the retries run out, answer `conflict` with this detail instead of the store's error. */
   readonly conflictMessage?: string;
+  /**
+   * The aggregate as this process last left it (its own previous command on the stream): the
+   * first attempt decides on it without reading, and the append's expected revision proves it was
+   * current. A decision on it that appends nothing, refuses, or loses the race is made again on the
+   * stream as read, so a kept state that fell behind only costs the read it tried to save.
+   */
+  readonly known?: Aggregate<S>;
 }
 
 export interface CommandResult<S, E> {
@@ -98,20 +105,39 @@ export async function handleCommand<C, S, E extends DomainEvent>(
   streamId: string,
   decider: Decider<C, S, E>,
   command: C | Decide<S, E>,
-  options: HandleOptions = {},
+  options: HandleOptions<S> = {},
 ): Promise<CommandResult<S, E>> {
   const decide: Decide<S, E> =
     typeof command === 'function'
       ? (command as Decide<S, E>)
       : (state, now) => decider.decide(command, state, now);
   const retries = options.retries ?? 3;
+  let known = options.newStream ? undefined : options.known;
   for (let attempt = 0; ; attempt++) {
-    const read: Aggregate<S> = options.newStream
-      ? { state: decider.initialState(), revision: -1n }
-      : await readAggregate(deps.store, streamId, decider);
-    const events = await decide(read.state, deps.clock.now());
-    if (events.length === 0)
+    const trying = known;
+    known = undefined;
+    const read: Aggregate<S> = trying
+      ? trying
+      : options.newStream
+        ? { state: decider.initialState(), revision: -1n }
+        : await readAggregate(deps.store, streamId, decider);
+    let events: E[];
+    try {
+      events = await decide(read.state, deps.clock.now());
+    } catch (err) {
+      if (trying) {
+        attempt--; // decided on a state that may be behind: again on the stream, as if first
+        continue;
+      }
+      throw err;
+    }
+    if (events.length === 0) {
+      if (trying) {
+        attempt--;
+        continue;
+      }
       return { state: read.state, events, revision: read.revision, position: undefined };
+    }
     try {
       const appended = await appendEvents(deps.store, streamId, events, expectedFrom(read.revision));
       return {
@@ -121,6 +147,10 @@ export async function handleCommand<C, S, E extends DomainEvent>(
         position: appended.position,
       };
     } catch (err) {
+      if (trying && isWrongExpectedVersion(err)) {
+        attempt--; // the kept state was behind: not a race lost, decide on the stream
+        continue;
+      }
       if (!isWrongExpectedVersion(err) || attempt >= retries) {
         if (isWrongExpectedVersion(err) && options.conflictMessage !== undefined) {
           throw new HooklineError('conflict', options.conflictMessage, {}, { cause: err });

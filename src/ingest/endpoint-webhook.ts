@@ -3,27 +3,30 @@ import type { Kysely } from 'kysely';
 import { findWebhookByTokenHash } from '../../projections/webhooks.queries.ts';
 import { hashCredential } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
+import { createCachedAggregate } from '../commands/cached-aggregate.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { DELIVERIES_STREAM, type IngestAck } from '../domain/delivery/events.ts';
-import { type EndpointFacts, factsOf, isExpired } from '../domain/endpoint/state.ts';
+import { endpointDecider } from '../domain/endpoint/decide.ts';
+import { endpointStream } from '../domain/endpoint/events.ts';
+import { type EndpointFacts, type EndpointState, factsOf, isExpired } from '../domain/endpoint/state.ts';
 import { decodeDeliveryMetadata } from '../domain/events.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import { todoStream } from '../domain/todo/events.ts';
+import { webhookDecider } from '../domain/webhook/decide.ts';
+import { webhookStream } from '../domain/webhook/events.ts';
 import {
   type ActiveWebhook,
   activeSecrets,
   type WebhookSigning,
   type WebhookState,
 } from '../domain/webhook/state.ts';
-import { loadEndpoint } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { FollowUps, Step } from '../follow-up.ts';
 import { newId } from '../ids.ts';
 import type { RoutingPlan, WebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
 import { appendHandOff, type HandOff, handOffAppends, handsOffAtomically } from '../todos/hand-off.ts';
-import { loadWebhook } from '../webhooks/load.ts';
 import { checkStandardWebhook } from '../webhooks/signing.ts';
 import { checkBody, type ParsedBody } from './body.ts';
 import { type ExtractFamily, extractIdentity } from './extract.ts';
@@ -81,11 +84,18 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
   const trusted = parseTrustedProxies(config.trustedProxies);
 
   /**
-   * Which webhook and endpoint a token names never changes: kept (bounded) so that a delivery reads
-   * the two streams at once, fresh, instead of the read model and then each stream in turn.
+   * Which webhook and endpoint a token names never changes: kept (bounded) so that a delivery
+   * checks the two streams at once instead of the read model and then each stream in turn.
    */
   const owners = new Map<string, { readonly webhookId: string; readonly endpointId: string }>();
   const OWNERS_KEPT = 10_000;
+  /**
+   * The webhook's and the endpoint's states, folded once and kept: each delivery asks only for the
+   * two streams' revisions and folds again when one moved, so a revoke, a rotation or a rule change
+   * is seen by the first delivery after its commit, as when both streams were read every time.
+   */
+  const webhooks = createCachedAggregate(store, webhookDecider, { max: OWNERS_KEPT });
+  const endpoints = createCachedAggregate(store, endpointDecider, { max: OWNERS_KEPT });
 
   /** Check 1 of the ingestion order: unknown token, or a revoked/expired owner, is 404. */
   async function lookup(token: string): Promise<WebhookTarget> {
@@ -93,18 +103,18 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     const tokenHash = hashCredential(token);
     let known = owners.get(tokenHash);
     let state: WebhookState;
-    let endpointState: Awaited<ReturnType<typeof loadEndpoint>>['state'] | undefined;
+    let endpointState: EndpointState | undefined;
     if (known) {
       const [w, e] = await Promise.all([
-        loadWebhook(store, known.webhookId),
-        loadEndpoint(store, known.endpointId),
+        webhooks(webhookStream(known.webhookId)),
+        endpoints(endpointStream(known.endpointId)),
       ]);
       state = w.state;
       endpointState = e.state;
     } else {
       const row = await findWebhookByTokenHash(deps.db, tokenHash);
       if (!row) throw new HooklineError('not_found', NOT_FOUND);
-      state = (await loadWebhook(store, row.id)).state;
+      state = (await webhooks(webhookStream(row.id))).state;
     }
     const { webhook, signing } = state;
     if (webhook.status !== 'active' || webhook.tokenHash !== tokenHash) {
@@ -115,7 +125,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
       known = { webhookId: webhook.id, endpointId: webhook.endpointId };
       if (owners.size >= OWNERS_KEPT) owners.clear();
       owners.set(tokenHash, known);
-      endpointState = (await loadEndpoint(store, webhook.endpointId)).state;
+      endpointState = (await endpoints(endpointStream(webhook.endpointId))).state;
     }
     const endpoint = endpointState!;
     if (endpoint.status !== 'active' || isExpired(endpoint, clock.now())) {

@@ -1,18 +1,25 @@
 import { credentialMatches } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
+import { createCachedAggregate } from '../commands/cached-aggregate.ts';
+import { endpointDecider } from '../domain/endpoint/decide.ts';
+import { endpointStream } from '../domain/endpoint/events.ts';
 import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
-import { loadEndpoint, resolveEndpointId } from '../endpoints/resolve.ts';
+import { resolveEndpointId } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
 
 /**
  * The MCP bearer (spec 5): the endpoint's vended credential, compared by hash against the
  * endpoint's own stream (not a read model, so a just-vended endpoint works at once and a revoked
- * one stops at once). Every failure is the same 401; which check failed is only logged.
+ * one stops at once: the state kept between requests is used only while the stream's revision is
+ * the one it was folded at). Every failure is the same 401; which check failed is only logged.
  */
 export function createEndpointAuth(deps: { readonly store: EventStore; readonly clock: Clock }) {
   // Slugs never move to another endpoint: their resolution is cached for good.
   const slugs = new Map<string, string>();
+  // The endpoint's state is folded once and checked against its stream's revision on every request
+  // (one small query instead of reading the stream): a revoke still stops the next request.
+  const endpoints = createCachedAggregate(deps.store, endpointDecider);
 
   return async function authenticate(
     slug: string,
@@ -29,7 +36,7 @@ export function createEndpointAuth(deps: { readonly store: EventStore; readonly 
       if (slugs.size > 10_000) slugs.clear();
       slugs.set(slug, endpointId);
     }
-    const { state } = await loadEndpoint(deps.store, endpointId);
+    const { state } = await endpoints(endpointStream(endpointId));
     if (state.status === 'none' || !credentialMatches(token, state.tokenHash)) {
       throw unauthorized('invalid', 'the bearer token is not valid here');
     }

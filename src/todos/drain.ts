@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { pendingCandidates } from '../../projections/todos.queries.ts';
-import { type CommandDeps, type Decide, handleCommand, readAggregate } from '../commands/handle-command.ts';
+import {
+  type Aggregate,
+  type CommandDeps,
+  type Decide,
+  handleCommand,
+  readAggregate,
+} from '../commands/handle-command.ts';
 import type { Database } from '../db/database.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
@@ -15,7 +21,7 @@ import {
   visibleTodo,
 } from '../domain/todo/decide.ts';
 import { type DrainEvent, type TodoEvent, todoStream } from '../domain/todo/events.ts';
-import type { LiveTodo, TodoState } from '../domain/todo/state.ts';
+import { isLive, type LiveTodo, type TodoState } from '../domain/todo/state.ts';
 import { isWrongExpectedVersion, type Position } from '../eventstore/port.ts';
 import { ringDoorbell } from './doorbell.ts';
 import { releaseTodoKey } from './keys.ts';
@@ -42,6 +48,8 @@ const newLeaseId = (): string => `ls_${randomBytes(15).toString('base64url')}`;
 
 /** How long this process remembers a todo it saw claimed, so claim_next skips it before the read model knows. */
 const CLAIMED_MEMORY_MS = 30_000;
+/** Todos whose state this process keeps after moving them (a claim's todo, until it ends). */
+const KEPT_TODOS = 10_000;
 
 const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated' && e.type !== 'TodoMoved';
 
@@ -59,6 +67,19 @@ export function createDrain(deps: DrainDeps) {
    * of all racing for the same oldest todo (across processes the expected revision still decides).
    */
   const inFlight = new Set<string>();
+  /**
+   * Each todo's state as this process's last move left it, so the next move on it (a claim's
+   * complete, heartbeat, release or fail) decides without reading the stream: the append's expected
+   * revision proves the kept state current, and a move another process made meanwhile sends the
+   * decision back to the stream (src/commands/handle-command.ts, `known`).
+   */
+  const kept = new Map<string, Aggregate<TodoState>>();
+  const keep = (todoId: string, aggregate: Aggregate<TodoState> | undefined) => {
+    kept.delete(todoId);
+    if (!aggregate || aggregate.state.status === 'none' || !isLive(aggregate.state.status)) return;
+    if (kept.size >= KEPT_TODOS) kept.delete(kept.keys().next().value!);
+    kept.set(todoId, aggregate);
+  };
 
   const remember = (todoId: string) => {
     const now = Date.now();
@@ -86,9 +107,18 @@ export function createDrain(deps: DrainDeps) {
     command: TodoCommand | Decide<TodoState, TodoEvent>,
     retries = 3,
   ): Promise<Moved | undefined> {
-    const result = await handleCommand({ store, clock }, todoStream(todoId), todoDecider, command, {
-      retries,
-    });
+    const known = kept.get(todoId);
+    let result: Awaited<ReturnType<typeof handleCommand<TodoCommand, TodoState, TodoEvent>>>;
+    try {
+      result = await handleCommand({ store, clock }, todoStream(todoId), todoDecider, command, {
+        retries,
+        ...(known ? { known } : {}),
+      });
+    } catch (err) {
+      kept.delete(todoId);
+      throw err;
+    }
+    keep(todoId, result.position === undefined ? undefined : result);
     if (result.position === undefined || result.state.status === 'none') return undefined;
     await after(result.state, result.events.filter(isDrainEvent));
     return { todo: result.state, position: result.position };

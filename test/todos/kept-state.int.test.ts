@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCachedAggregate } from '../../src/commands/cached-aggregate.ts';
+import { loadConfig } from '../../src/config.ts';
+import { endpointDecider } from '../../src/domain/endpoint/decide.ts';
+import { endpointStream } from '../../src/domain/endpoint/events.ts';
+import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
+import { DomainError } from '../../src/domain/errors.ts';
+import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { HooklineError } from '../../src/errors.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
+import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
+import { createEndpointAuth } from '../../src/mcp/auth.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { createDrain } from '../../src/todos/drain.ts';
+import { pushTodo } from '../../src/todos/push.ts';
+import { readStream } from '../http/api/client.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+
+const hasPg = await postgresAvailable();
+
+/**
+ * State kept between requests (an endpoint's or a webhook's folded stream, a todo as this
+ * process's last move left it) must never decide on its own: a move made elsewhere since it was
+ * kept is seen by the next request, exactly as if the stream had been read.
+ */
+describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let runtime: Runtime;
+  beforeAll(async () => {
+    database = await createTestDatabase('hookline_kept_state');
+    runtime = await createRuntime(
+      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
+    );
+  });
+  afterAll(async () => {
+    await runtime?.close();
+    await database?.drop();
+  });
+
+  const vend = () =>
+    vendEndpoint(
+      { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
+      {
+        operator: 'alice',
+        human: 'alice',
+        name: 'kept',
+        queues: ['inbox'],
+        verbs: [...ALL_VERBS],
+        expiresAt: null,
+        replayTargets: [],
+      },
+    );
+
+  it('a kept endpoint state: the load after a revoke sees it, the MCP bearer is refused at once', async () => {
+    const { store, clock } = runtime;
+    const ep = await vend();
+    const load = createCachedAggregate(store, endpointDecider);
+    const authenticate = createEndpointAuth({ store, clock });
+    const first = await load(endpointStream(ep.endpointId));
+    expect(first.state.status).toBe('active');
+    expect(await load(endpointStream(ep.endpointId))).toBe(first); // unchanged stream: kept
+    expect((await authenticate(ep.slug, `Bearer ${ep.token}`)).id).toBe(ep.endpointId);
+
+    await revokeEndpoint({ store, clock }, { ref: ep.slug, operator: 'alice', human: 'alice' });
+
+    const after = await load(endpointStream(ep.endpointId));
+    expect(after.state.status).toBe('revoked');
+    expect(after.revision).toBeGreaterThan(first.revision);
+    const refused = await authenticate(ep.slug, `Bearer ${ep.token}`).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(HooklineError);
+    expect((refused as HooklineError).code).toBe('unauthorized');
+  });
+
+  it("a todo kept by one drain after its claim: another process's release wins, the kept state completes nothing", async () => {
+    const { store, clock, db } = runtime;
+    const ep = await vend();
+    const recorder = createDeliveryRecorder({ store, clock });
+    const followUps = createFollowUps({ logger: runtime.logger });
+    const pushed = await pushTodo(
+      { store, clock, recorder, followUps },
+      {
+        ref: ep.slug,
+        operator: 'alice',
+        human: 'alice',
+        title: 'one',
+        queue: undefined,
+        kind: 'k',
+        payload: null,
+        key: null,
+        sourceIp: null,
+        headers: {},
+      },
+    );
+    const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
+    // Two drains stand for two processes.
+    const here = createDrain({ store, clock, db });
+    const elsewhere = createDrain({ store, clock, db });
+    const claimed = await here.claim(caller, { todoId: pushed.id, sessionId: null, leaseMs: 60_000 });
+    const leaseId = claimed.todo.lease!.id;
+    await elsewhere.release(caller, { todoId: pushed.id, leaseId, reason: 'handed back' });
+
+    // `here` still keeps the todo as claimed under this lease; the stream says it was released.
+    const refused = await here
+      .complete(caller, { todoId: pushed.id, leaseId, result: null })
+      .catch((e: unknown) => e);
+    // Decided again on the stream: the domain's answer, not the store's conflict.
+    expect(refused).toBeInstanceOf(DomainError);
+    expect((refused as DomainError).code).toBe('lease_expired');
+    const types = (await readStream(store, `todo-${pushed.id}`)).map((e) => e.type);
+    expect(types).not.toContain('TodoCompleted');
+    expect(types.at(-1)).toBe('TodoReleased');
+
+    // And a claim after it (a new lease) completes through the same drain.
+    const again = await here.claim(caller, { todoId: pushed.id, sessionId: null, leaseMs: 60_000 });
+    const done = await here.complete(caller, {
+      todoId: pushed.id,
+      leaseId: again.todo.lease!.id,
+      result: null,
+    });
+    expect(done.todo.status).toBe('completed');
+  });
+});
