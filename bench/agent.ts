@@ -238,6 +238,8 @@ interface AgentPath {
   readonly rules: number;
   readonly posted: Posted;
   readonly doorbell: readonly number[];
+  /** The same rings timed from the POST's 202 (negative: heard before the answer arrived). */
+  readonly ringAfterAck: readonly number[];
   readonly claimed: number;
   readonly unique: number;
   readonly claimedPerS: number;
@@ -301,6 +303,7 @@ async function agentPath(
   const listener = await connect(mcp(ready.probe), ready.probe.token, () => heard?.());
   await listener.client.subscribeResource({ uri: QUEUE_URI });
   const doorbell: number[] = [];
+  const ringAfterAck: number[] = [];
   let probing = true;
   const probe = (async () => {
     while (probing) {
@@ -314,9 +317,13 @@ async function agentPath(
         body: BODY,
       });
       await res.arrayBuffer();
+      const acked = performance.now();
       if (res.status === 202) {
         const at = await Promise.race([rung, sleep(5_000).then(() => Number.NaN)]);
-        if (!Number.isNaN(at)) doorbell.push(at - t);
+        if (!Number.isNaN(at)) {
+          doorbell.push(at - t);
+          ringAfterAck.push(at - acked);
+        }
       }
       heard = undefined;
       await sleep(50);
@@ -341,6 +348,7 @@ async function agentPath(
     rules,
     posted,
     doorbell,
+    ringAfterAck,
     claimed: ids.length,
     unique: new Set(ids).size,
     claimedPerS: ids.length / ((lastClaimAt - started) / 1000),
@@ -481,6 +489,8 @@ async function main(): Promise<void> {
             'doorbell p50 ms': Number(percentile(r.doorbell, 0.5).toFixed(1)),
             'doorbell p99 ms': Number(percentile(r.doorbell, 0.99).toFixed(1)),
             rings: r.doorbell.length,
+            '202 to ring p50 ms': Number(percentile(r.ringAfterAck, 0.5).toFixed(1)),
+            '202 to ring p99 ms': Number(percentile(r.ringAfterAck, 0.99).toFixed(1)),
             'claimed/s': Math.round(r.claimedPerS),
             'instance/s': Math.round(instance.rps),
             ratio: `${((r.posted.rps / instance.rps) * 100).toFixed(0)}%`,

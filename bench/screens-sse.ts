@@ -65,6 +65,7 @@ function describe(name: string, r: GroupResult): string {
   return [
     `  ${name} (${r.clients} clients, own event loop): received_at to client p50 ${ms(e.percentile(0.5))} ms, p99 ${ms(e.percentile(0.99))} ms, max ${e.max.toFixed(0)} ms`,
     `    subscriber to client p50 ${ms(s.percentile(0.5))} ms, p99 ${ms(s.percentile(0.99))} ms; event-loop delay p50 ${ms(r.loopDelay.p50)} ms, p99 ${ms(r.loopDelay.p99)} ms, max ${ms(r.loopDelay.max)} ms`,
+    `    socket reads ${(r.reads / Math.max(1, r.clients)).toFixed(0)} a client (the server's bursts as each client saw them)`,
   ].join('\n');
 }
 

@@ -1,4 +1,4 @@
-import { type ColumnType, type Kysely, sql } from 'kysely';
+import { type ColumnType, CompiledQuery, type Kysely, sql } from 'kysely';
 import type { Position } from '../../src/eventstore/port.ts';
 
 /** The checkpoint table (migrations/20261122000200_projection_checkpoints.ts). */
@@ -81,21 +81,23 @@ export async function lockCheckpoint(trx: AnyDb, name: string): Promise<Checkpoi
  * Compare-and-set, first statement of every apply transaction: moves the checkpoint from `from` to
  * `to` only if it is still at `from` with the same version. The row lock it takes serialises
  * writers, so a writer that lost its advisory lock blocks here and then finds the row moved.
- * Throws CheckpointMovedError (the caller's transaction rolls back) when the row moved.
+ * Throws CheckpointMovedError (the caller's transaction rolls back) when the row moved. Run on the
+ * database itself (no transaction) it is one statement that commits alone: a batch of ignored
+ * events moves the checkpoint that way. The statement is written out, not built: it runs for every
+ * batch of every projection.
  */
 export async function advanceCheckpoint(
   trx: AnyDb,
   args: { name: string; version: number; from: Position; to: Position },
 ): Promise<void> {
-  const result = await typed(trx)
-    .updateTable('projection_checkpoints')
-    .set({ position: args.to, updated_at: sql<Date>`now()` })
-    .where('name', '=', args.name)
-    .where('position', '=', args.from)
-    .where('version', '=', args.version)
-    .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) throw new CheckpointMovedError(args.name, args.from);
+  const result = await trx.executeQuery(
+    CompiledQuery.raw(ADVANCE_CHECKPOINT, [args.to, args.name, args.from, args.version]),
+  );
+  if (result.numAffectedRows !== 1n) throw new CheckpointMovedError(args.name, args.from);
 }
+
+const ADVANCE_CHECKPOINT =
+  'update projection_checkpoints set position = $1, updated_at = now() where name = $2 and position = $3 and version = $4';
 
 /** First start of a projection: records that its (fresh, empty) live tables are at 'start'. */
 export async function insertCheckpoint(trx: AnyDb, name: string, version: number): Promise<boolean> {

@@ -96,10 +96,14 @@ export function createWorker(deps: WorkerDeps): Worker {
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw abortError();
       try {
-        await db.transaction().execute(async (trx) => {
-          await advanceCheckpoint(trx, { name, version: projection.version, from: fromPos, to });
-          if (handled.length > 0) await projection.apply(trx.withSchema(LIVE_SCHEMA), handled);
-        });
+        const move = { name, version: projection.version, from: fromPos, to };
+        // Only the checkpoint moves (ignored events): one statement, no transaction around it.
+        if (handled.length === 0) await advanceCheckpoint(db, move);
+        else
+          await db.transaction().execute(async (trx) => {
+            await advanceCheckpoint(trx, move);
+            await projection.apply(trx.withSchema(LIVE_SCHEMA), handled);
+          });
         position = written = to;
         updatedAt = new Date();
         lastWrite = Date.now();
@@ -142,9 +146,7 @@ export function createWorker(deps: WorkerDeps): Worker {
     if (position === undefined || written === undefined || position === written) return;
     const to = position;
     try {
-      await db
-        .transaction()
-        .execute((trx) => advanceCheckpoint(trx, { name, version: projection.version, from: written!, to }));
+      await advanceCheckpoint(db, { name, version: projection.version, from: written!, to });
       written = to;
     } catch (err) {
       log.debug({ err }, 'could not write the pending checkpoint; the ignored events will be read again');

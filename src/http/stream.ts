@@ -10,6 +10,7 @@ import {
   serializeBatch,
   sseFrame,
 } from '../live/sse.ts';
+import type { LiveDelivery } from '../live/summary.ts';
 import type { Logger } from '../logger.ts';
 
 declare module 'fastify' {
@@ -26,9 +27,25 @@ export interface StreamOptions {
   readonly keepAliveMs?: number;
   /** Unsent bytes a client may hold before it is dropped. */
   readonly maxBufferBytes?: number;
+  /** Clients written in one turn of the event loop (FANOUT_SLICE). */
+  readonly fanoutSlice?: number;
 }
 
 export const DEFAULT_REPLAY_BOUND = 1000;
+/**
+ * Clients written in one turn of the event loop. A burst to 1,000 sockets takes several ms of
+ * CPU (each write is a syscall); between slices the loop serves the database's answers (the
+ * group commit, the live reader) and the ingest requests that would otherwise wait behind it.
+ */
+export const FANOUT_SLICE = 100;
+/**
+ * A burst is written at most once per this many times the time its predecessor took, so writing
+ * to the sockets takes at most a quarter of the loop: with many clients (or cores busy with other
+ * work) the deliveries queued meanwhile go out together, one write per client instead of several.
+ */
+const FANOUT_PACE = 4;
+/** The pause the pacing adds after a burst is bounded: latency stays in tens of ms. */
+const FANOUT_MAX_PAUSE_MS = 40;
 export const DEFAULT_KEEP_ALIVE_MS = 10_000;
 export const DEFAULT_MAX_BUFFER_BYTES = 1024 * 1024;
 
@@ -78,6 +95,7 @@ export function streamPlugin(deps: StreamDeps) {
   const replayBound = deps.options?.replayBound ?? DEFAULT_REPLAY_BOUND;
   const keepAliveMs = deps.options?.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const maxBufferBytes = deps.options?.maxBufferBytes ?? DEFAULT_MAX_BUFFER_BYTES;
+  const fanoutSlice = Math.max(1, deps.options?.fanoutSlice ?? FANOUT_SLICE);
   const { hub } = deps;
 
   return fp(
@@ -117,28 +135,78 @@ export function streamPlugin(deps: StreamDeps) {
         client.writer.close();
       };
 
+      /**
+       * The fan-out: deliveries the hub handed over and no client has been sent yet, and the burst
+       * being written. Bursts are written one after the other (each client gets them in order),
+       * each over the clients connected when it started: a client that connects later reads the
+       * burst's deliveries from the store (its head or its replay), as it always did.
+       */
+      let queued: LiveDelivery[] = [];
+      let writing = false;
+      let closing = false;
+      let nextBurstAt = 0;
+      let paceTimer: NodeJS.Timeout | undefined;
+
+      const schedule = (): void => {
+        if (writing || paceTimer || closing || queued.length === 0) return;
+        const wait = nextBurstAt - performance.now();
+        if (wait > 0) {
+          paceTimer = setTimeout(() => {
+            paceTimer = undefined;
+            burst();
+          }, wait);
+        } else burst();
+      };
+
+      const burst = (): void => {
+        const serialized = serializeBatch(queued);
+        queued = [];
+        const targets = [...clients];
+        const started = performance.now();
+        let busy = 0;
+        let next = 0;
+        writing = true;
+        const slice = (): void => {
+          const t = performance.now();
+          const end = Math.min(targets.length, next + fanoutSlice);
+          for (; next < end; next++) {
+            const client = targets[next]!;
+            if (clients.has(client)) deliver(client, serialized);
+          }
+          busy += performance.now() - t;
+          if (next < targets.length && !closing) {
+            setImmediate(slice);
+            return;
+          }
+          writing = false;
+          nextBurstAt = started + Math.min(busy * FANOUT_PACE, busy + FANOUT_MAX_PAUSE_MS);
+          schedule();
+        };
+        slice();
+      };
+
+      /** Frames with no per-client content: encoded once, the same bytes to every socket. */
+      const broadcast = (frame: string): void => {
+        const bytes = Buffer.from(frame);
+        for (const client of clients) client.writer.send(bytes);
+      };
+
       subscriptions.push(
         hub.batches$.subscribe((batch) => {
           if (clients.size === 0) return;
-          const serialized = serializeBatch(batch);
-          for (const client of clients) deliver(client, serialized);
+          queued = queued.length === 0 ? [...batch] : queued.concat(batch);
+          schedule();
         }),
-        hub.status$.subscribe((status) => {
-          const frame = sseFrame('status', status);
-          for (const client of clients) client.writer.send(frame);
-        }),
+        hub.status$.subscribe((status) => broadcast(sseFrame('status', status))),
         // A bare signal (no id, no data of anyone's): the console's todo screens fetch their rows.
-        hub.todoChanges$.subscribe(() => {
-          const frame = sseFrame('todos-changed', {});
-          for (const client of clients) client.writer.send(frame);
-        }),
+        hub.todoChanges$.subscribe(() => broadcast(sseFrame('todos-changed', {}))),
       );
-      const keepAlive = setInterval(() => {
-        for (const client of clients) client.writer.send(': keep-alive\n\n');
-      }, keepAliveMs);
+      const keepAlive = setInterval(() => broadcast(': keep-alive\n\n'), keepAliveMs);
       keepAlive.unref();
 
       app.addHook('preClose', async () => {
+        closing = true;
+        clearTimeout(paceTimer);
         clearInterval(keepAlive);
         for (const s of subscriptions) s.unsubscribe();
         for (const client of clients) client.writer.close();
@@ -149,10 +217,14 @@ export function streamPlugin(deps: StreamDeps) {
         const retry = await deps.retryMs().catch(() => 3000);
         reply.hijack();
         const res = reply.raw;
+        // The stream ends when the connection does: no chunked framing, so each burst is one plain
+        // socket write (a chunked one is four pieces, corked and flushed on the next tick).
+        res.removeHeader('transfer-encoding');
         res.writeHead(200, {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache, no-store, no-transform',
           'x-accel-buffering': 'no',
+          connection: 'close',
         });
         const client: Client = {
           writer: createSseWriter(res, maxBufferBytes, () => {

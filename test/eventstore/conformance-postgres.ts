@@ -93,6 +93,63 @@ export function registerPostgresCases(ctx: SuiteContext): void {
     expect(ids(seen)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
   });
 
+  it('the live tail waits for an older open event writer (lock first, events later) but not for a transaction that writes no events', async () => {
+    // The visibility rule of the live tail (reads.ts, readLiveBound): only a transaction that holds
+    // a stream lock of es_append_batch's class, or a writing lock on es_events/es_streams, holds the
+    // tail back. This one takes the lock first and gets its id from an unrelated write, as a batch
+    // does when it has read its streams: its events come later, under an id below every append of
+    // the test. A bound that overlooked it would pass its id, and its events would be skipped.
+    const { store, harness } = ctx;
+    const prefix = uniqueStream('writer');
+    const mine = (e: { streamId: string }) => e.streamId.startsWith(`${prefix}-`);
+    const start = await store.headPosition();
+    const f = follow(store, start, mine);
+    await store.append(`${prefix}-first`, [jsonEvent('First', {})]);
+    await f.until(1);
+
+    const idle = new pg.Client({ connectionString: harness.postgres!.url });
+    const held = new pg.Client({ connectionString: harness.postgres!.url });
+    await idle.connect();
+    await held.connect();
+    const lateId = randomUUID();
+    try {
+      // Open throughout, with an id older than everything below: it writes no events.
+      await idle.query('begin');
+      await idle.query('create temporary table scratch (n int) on commit drop');
+      await idle.query('insert into scratch values (1)');
+      await held.query('begin');
+      await held.query('select pg_advisory_xact_lock_shared($1, 0)', [0x686b6c73]);
+      await held.query('create temporary table scratch (n int) on commit drop');
+      await held.query('insert into scratch values (1)');
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, w) => {
+          for (let r = 0; r < 3; r++) await store.append(`${prefix}-${w}`, [jsonEvent('After', { w, r })]);
+        }),
+      );
+      await pause(500);
+      expect(f.seen.map((e) => e.type)).toEqual(['First']);
+      await held.query('insert into es_streams (stream_id, revision) values ($1, 0)', [`${prefix}-held`]);
+      await held.query(
+        `insert into es_events (stream_id, revision, event_id, event_type, content_type, data)
+         values ($1, 0, $2, 'Late', 'application/json', $3)`,
+        [`${prefix}-held`, lateId, Buffer.from('{"late":true}')],
+      );
+      await held.query('commit');
+      // The transaction that writes no events is still open: the tail must not wait for it.
+      const seen = await f.until(2 + 24);
+      expect(seen).toHaveLength(26);
+      expect(new Set(ids(seen)).size).toBe(26);
+      expect(seen[1]!.id).toBe(lateId);
+      expectAscending(store, seen);
+      await idle.query('commit');
+    } finally {
+      f.stop();
+      await held.end();
+      await idle.end();
+    }
+    expect(ids(f.seen)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
+  });
+
   it('committedPosition covers a commit that an older open transaction still hides; headPosition stops before it', async () => {
     // What a read-your-writes wait must aim at: waiting for headPosition returned before this
     // commit reached any read model (issue: settled() answered without the second push's todo).

@@ -143,12 +143,14 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
     await writer.append(s, [jsonEvent('N', { i: 0 })]);
     await f.until(1, ARRIVAL_TIMEOUT_MS);
 
-    // A transaction with an xid older than the append's, as a projection's write is: it keeps the
-    // append invisible to `$all` readers after the NOTIFY, and ends without a notification.
+    // A writer's transaction with an xid older than the append's (it holds a stream lock of
+    // es_append_batch's class, as a batch of another process does): it keeps the append invisible
+    // to `$all` readers after the NOTIFY, and ends without a notification.
     const held = new pg.Client({ connectionString: database.url });
     await held.connect();
     try {
       await held.query('begin');
+      await held.query('select pg_advisory_xact_lock_shared($1, 0)', [0x686b6c73]);
       await held.query('select pg_current_xact_id()');
       await writer.append(s, [jsonEvent('N', { i: 1 })]);
       await pause(300);
@@ -158,6 +160,30 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
       await held.end();
     }
     await f.until(2, ARRIVAL_TIMEOUT_MS);
+    f.stop();
+    expect(f.seen.map((e) => parseData<{ i: number }>(e).i)).toEqual([0, 1]);
+  });
+
+  it('a notified commit is read at once behind an older open transaction that writes no events', async () => {
+    // A projection's batch, a session in another database: an xid older than the append's keeps
+    // pg_snapshot_xmin below it, and used to hide it until that transaction ended.
+    const writer = await openStore();
+    const reader = await openStore();
+    const s = uniqueStream('unrelated');
+    const f = follow(reader, await reader.headPosition(), (e) => e.streamId === s);
+    await writer.append(s, [jsonEvent('N', { i: 0 })]);
+    await f.until(1, ARRIVAL_TIMEOUT_MS);
+    const held = new pg.Client({ connectionString: database.url });
+    await held.connect();
+    try {
+      await held.query('begin');
+      await held.query('select pg_current_xact_id()');
+      await writer.append(s, [jsonEvent('N', { i: 1 })]);
+      await f.until(2, ARRIVAL_TIMEOUT_MS);
+      await held.query('commit');
+    } finally {
+      await held.end();
+    }
     f.stop();
     expect(f.seen.map((e) => parseData<{ i: number }>(e).i)).toEqual([0, 1]);
   });

@@ -9,7 +9,8 @@ import { type EventRow, eventColumns, fromTextRow, ROW_BYTES, rowBytes, type Tex
  * the oldest one still running (`pg_snapshot_xmin`), in (transaction_id, global_position) order:
  * a transaction that commits late has a smaller xid than those committed before it, and stays
  * invisible until it ends, so a reader that has moved past a position never finds a new event
- * behind it.
+ * behind it. Live reads go further, below the oldest running transaction that writes events
+ * (LIVE_BOUND), which is safe by the same argument.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: the store's tables are queried with raw SQL only
@@ -70,6 +71,8 @@ export async function readAllPage(
   db: AnyDb,
   after: SqlPosition,
   limits: PageLimits = defaultPage,
+  /** Below the oldest running transaction that writes events (liveBound), not below the oldest of all. */
+  live = false,
 ): Promise<EventRow[]> {
   // Qualified order: the selected `revision`/`tx` aliases are text, and ORDER BY prefers an alias.
   const order = 'es_events.transaction_id, es_events.global_position';
@@ -87,7 +90,7 @@ export async function readAllPage(
         from es_events
         where (transaction_id, global_position) >
             ('${integer(after.transactionId, 'transaction id')}'::xid8, ${integer(after.globalPosition, 'global position')}::bigint)
-          and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          and transaction_id < ${live ? `(${LIVE_BOUND})` : 'pg_snapshot_xmin(pg_current_snapshot())'}
         window w as (order by ${order})
         order by ${order}
         limit ${integer(limits.maxRows, 'maxRows')}
@@ -98,6 +101,51 @@ export async function readAllPage(
   );
   return decodeBinaryCopy(out).map(fromCopiedRow);
 }
+
+/** es_append_batch's stream locks: `pg_advisory_xact_lock(class, hash of the stream id)`. */
+const STREAM_LOCK_CLASS = 0x686b6c73; // 'hkls'
+
+/**
+ * The live bound (issue 22): `$all` may be read below the oldest running transaction that writes
+ * events, instead of waiting for the oldest running transaction of the whole cluster
+ * (`pg_snapshot_xmin`), which any transaction with an id holds back: a projection's batch, a
+ * session in another database. A subquery of the read itself, so it costs no round trip.
+ *
+ * Writers of events are known by their locks, taken before their first write gives them an id
+ * and held until they end: es_append_batch takes its streams' advisory locks (class 'hkls')
+ * first, and any other write to es_events or es_streams (an import, retention, a test's raw
+ * insert) holds a lock of a writing mode on that table from before the row is written. So an id
+ * the statement's snapshot shows running (pg_snapshot_xip) bounds the read unless, when the lock
+ * table is read just after, that transaction is still running (it holds its id's lock) and holds
+ * no writer's lock: it is running and writes no events, and by the contract below never will. An
+ * id that ended between the snapshot and the lock table bounds the read too: its events, if any,
+ * are not in this snapshot. With none, the bound is the snapshot's xmax: a writer that takes its
+ * lock after the snapshot gets its id after it, at or above xmax. The contract: a transaction
+ * writes events only if its first write is to es_events or es_streams, or it took a 'hkls' lock
+ * before its first write; every writer in this code base does (store.ts, transfer.ts). The lock
+ * table shows 32-bit ids: a running id is matched by its low 32 bits, which no other running id
+ * shares.
+ */
+const LIVE_BOUND = `
+  with locks as materialized (
+    select locktype, database, relation, classid, objsubid, virtualtransaction, transactionid, mode, granted
+    from pg_locks
+  ),
+  writers as (
+    select virtualtransaction from locks
+    where database = (select oid from pg_database where datname = current_database())
+      and ((locktype = 'advisory' and classid = ${STREAM_LOCK_CLASS}::oid and objsubid = 2)
+        or (locktype = 'relation' and relation in ('es_events'::regclass, 'es_streams'::regclass)
+          and mode not in ('AccessShareLock', 'RowShareLock')))
+  ),
+  bystanders as (
+    select transactionid::text::bigint as low from locks t
+    where locktype = 'transactionid' and granted and mode = 'ExclusiveLock'
+      and not exists (select 1 from writers w where w.virtualtransaction = t.virtualtransaction)
+  )
+  select coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+  from pg_snapshot_xip(pg_current_snapshot()) as x
+  where not exists (select 1 from bystanders b where b.low = x::text::bigint % 4294967296)`;
 
 function fromCopiedRow(f: readonly (Buffer | null)[]): EventRow {
   const need = (i: number): Buffer => {

@@ -27,8 +27,9 @@ const positionOf = (row: EventRow): SqlPosition => ({
  * store's live tail (tail.ts). It hands on only events after the last one it handed on, so nothing
  * repeats, and whenever a page from the tail starts after its own position it reads the gap itself
  * before taking that page, so nothing is skipped; visibility below the oldest running transaction
- * (reads.ts) means no event can later appear behind a position already passed. Failed queries
- * (lost connection, restarted database) are retried with backoff from the same position.
+ * that writes events (reads.ts, the live bound, as the tail reads) means no event can later appear
+ * behind a position already passed. Failed queries (lost connection, restarted database) are
+ * retried with backoff from the same position.
  */
 export function subscribeAllSql(
   deps: SubscriptionDeps,
@@ -69,7 +70,7 @@ export function subscribeAllSql(
       while (!signal.aborted) {
         let rows: EventRow[];
         try {
-          rows = await readAllPage(deps.db, after, deps.limits);
+          rows = await readAllPage(deps.db, after, deps.limits, true);
           backoff = 100;
         } catch (err) {
           if (signal.aborted) return false;

@@ -58,7 +58,8 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           // Last-Event-ID far in the future) from steering the reader everyone shares.
           position ??= parsePosition(await readHeadPosition(deps.db));
           from = position;
-          rows = await readAllPage(deps.db, from, deps.limits);
+          // Below the oldest running transaction that writes events, not the oldest of the cluster.
+          rows = await readAllPage(deps.db, from, deps.limits, true);
           backoff = 100;
         } catch (err) {
           if (deps.closed.aborted) break;
@@ -79,9 +80,9 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           }
         }
         if (isFullPage(rows, deps.limits)) continue;
-        // A commit woke us but its events are not visible yet: a transaction that began before it
-        // (another batch, a projection's) is still open, and may end without a wake-up of its
-        // own. So look again soon instead of waiting for the next commit or the poll. We know it
+        // A commit woke us but its events are not visible yet: a writer's transaction that got its
+        // id before it (another batch, of this process or another) is still open, and may end
+        // without a wake-up of its own. So look again soon instead of waiting for the next commit or the poll. We know it
         // for this process's own commits (their positions); for another process's, a wake-up
         // that found nothing at all says as much.
         const own = deps.wakeup.committed;

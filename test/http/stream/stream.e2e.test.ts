@@ -33,6 +33,9 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('cache-control')).toMatch(/no-cache/);
+    // Close-delimited: each burst is one plain socket write, no chunk framing.
+    expect(res.headers.get('transfer-encoding')).toBeNull();
+    expect(res.headers.get('connection')).toBe('close');
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes('event: ready')) text += new TextDecoder().decode((await reader.read()).value);
@@ -220,6 +223,56 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
       }
     } finally {
       for (const c of clients) c.close();
+    }
+  });
+});
+
+describe.runIf(hasPg)('GET /events, a burst written in slices of two clients', () => {
+  let db: TestDatabase;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    s = await startTestServer({ databaseUrl: db.url, app: { stream: { fanoutSlice: 2 } } });
+  });
+
+  afterAll(async () => {
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('gives each of five clients every delivery once, in order, and those joining meanwhile a tail', async () => {
+    const first = [0, 1, 2, 3, 4].map(() => controllableEventSource(`${s.url}/events`));
+    const later: ReturnType<typeof controllableEventSource>[] = [];
+    try {
+      await Promise.all(first.map((c) => c.waitFor((all) => all.some((r) => r.type === 'ready'))));
+      const send = (from: number) =>
+        Promise.all(Array.from({ length: 10 }, (_, i) => sendCodehost(s.url, { slice: from + i })));
+      const acks = await send(0);
+      // Two more clients connect while deliveries are being written; each starts at the head.
+      for (const from of [10, 20]) {
+        const c = controllableEventSource(`${s.url}/events`);
+        later.push(c);
+        acks.push(...(await send(from)));
+        await c.waitFor((all) => all.some((r) => r.type === 'ready'));
+      }
+      acks.push(...(await send(30)));
+      const expected = acks.map((a) => a.id).sort((a, b) => a - b);
+      for (const c of first) {
+        await c.waitFor((all) => all.filter((r) => r.type === 'event-received').length >= expected.length);
+        expect(c.events('event-received').map((r) => (r.data as Summary).id)).toEqual(expected);
+      }
+      // A later client gets a tail of them: no gap, no repeat, in order.
+      const last = expected[expected.length - 1]!;
+      for (const c of later) {
+        await c.waitFor((all) =>
+          all.some((r) => r.type === 'event-received' && (r.data as Summary).id === last),
+        );
+        const ids = c.events('event-received').map((r) => (r.data as Summary).id);
+        expect(ids).toEqual(expected.slice(expected.length - ids.length));
+      }
+    } finally {
+      for (const c of [...first, ...later]) c.close();
     }
   });
 });
