@@ -29,6 +29,7 @@ import { createMcp } from './mcp/index.ts';
 import { retentionPlugin } from './retention/plugin.ts';
 import { createWebhookRouter } from './rules/router.ts';
 import type { Runtime } from './runtime.ts';
+import { createKeptTodos } from './todos/kept.ts';
 import { createSecretBox } from './webhooks/secret-box.ts';
 
 export interface BuildAppOptions {
@@ -123,7 +124,14 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   const followUps = createFollowUps({ logger: runtime.logger });
   runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written
   // MCP per endpoint, doorbell, lease expiry; create_for hands todos over through the recorder.
-  const mcp = createMcp(runtime, live.hub, { secretBox, recorder: ingestion.recorder, followUps });
+  // A todo an endpoint webhook hands off is kept for its claim, which then needs no read of it.
+  const keptTodos = createKeptTodos();
+  const mcp = createMcp(runtime, live.hub, {
+    secretBox,
+    recorder: ingestion.recorder,
+    followUps,
+    keptTodos,
+  });
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
   const receiver = createEndpointWebhookReceiver({
     store: runtime.store,
@@ -134,6 +142,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     followUps,
     openSecret: (sealed, webhookId) => secretBox.open(sealed, webhookId),
     router: createWebhookRouter({ store: runtime.store, clock: runtime.clock, engine: runtime.rules }),
+    keptTodos,
   });
   // The receivers, behind one rate limit per source address (HOOKLINE_RECEIVER_RATE_LIMIT).
   await app.register(async (receivers) => {

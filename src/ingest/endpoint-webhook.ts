@@ -26,7 +26,14 @@ import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { FollowUps, Step } from '../follow-up.ts';
 import { newId } from '../ids.ts';
 import type { RoutingPlan, WebhookRouter } from '../rules/router.ts'; // RULES (issue 7)
-import { appendHandOff, type HandOff, handOffAppends, handsOffAtomically } from '../todos/hand-off.ts';
+import {
+  appendHandOff,
+  type HandOff,
+  handedOffTodo,
+  handOffAppends,
+  handsOffAtomically,
+} from '../todos/hand-off.ts';
+import type { KeptTodos } from '../todos/kept.ts';
 import { checkStandardWebhook } from '../webhooks/signing.ts';
 import { checkBody, type ParsedBody } from './body.ts';
 import { type ExtractFamily, extractIdentity } from './extract.ts';
@@ -50,6 +57,8 @@ export interface EndpointWebhookDeps {
   readonly openSecret: (sealed: string, webhookId: string) => string;
   /** RULES (issue 7): rules and routes decide the queue (src/rules); absent: the webhook's queue. */
   readonly router?: WebhookRouter;
+  /** Todos this process wrote last (src/todos/kept.ts): a todo handed off here is claimed without a read. */
+  readonly keptTodos?: KeptTodos;
 }
 
 export interface WebhookTarget {
@@ -226,6 +235,7 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     // The todo, its ring and the disposition go in the delivery's own transaction where the store
     // has one (src/todos/hand-off.ts); a duplicate writes none of them.
     const atomic = handsOffAtomically(store);
+    const handedAt = clock.now();
     const recorded = await deps.recorder.record(
       {
         received_at: receivedAt, // RULES (issue 7)
@@ -249,10 +259,16 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
           webhook_id: webhook.id,
         },
       },
-      atomic ? handOffAppends(handOff, 'stamped', clock.now()) : [],
+      atomic ? handOffAppends(handOff, 'stamped', handedAt) : [],
     );
     const eventId = recorded.ack.id;
-    if (atomic && !recorded.duplicate) return { kind: 'accepted', ack: recorded.ack, duplicate: false };
+    if (atomic && !recorded.duplicate) {
+      // The todo as written, so that the claim of it decides without reading it back.
+      const todo = handOff.todo && deps.keptTodos ? handedOffTodo(handOff, eventId, handedAt) : undefined;
+      if (todo)
+        deps.keptTodos!.keep(handOff.todo!.todoId, { state: todo, revision: 0n }, request.body.length);
+      return { kind: 'accepted', ack: recorded.ack, duplicate: false };
+    }
     const fields = { webhook: webhook.id, endpoint: endpoint.id, event_id: eventId };
     await deps.followUps.run(fields, async (step) => {
       // A redelivery (same webhook-id) was minted the first time: nothing new, nothing rung, unless

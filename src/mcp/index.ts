@@ -5,6 +5,7 @@ import { createMcpRoutes } from '../http/mcp.ts';
 import type { DeliveryRecorder } from '../ingest/recorder.ts';
 import type { Runtime } from '../runtime.ts';
 import { createDrain } from '../todos/drain.ts';
+import type { KeptTodos } from '../todos/kept.ts';
 import { startLeaseExpiry } from '../todos/lease-expiry.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createEndpointAuth } from './auth.ts';
@@ -36,6 +37,8 @@ export function createMcp(
     readonly secretBox: SecretBox;
     readonly recorder: Pick<DeliveryRecorder, 'record'>;
     readonly followUps: FollowUps;
+    /** Todos this process wrote last, shared with the endpoint webhooks' hand-off (src/todos/kept.ts). */
+    readonly keptTodos?: KeptTodos;
   },
   options: McpOptions = {},
 ) {
@@ -45,6 +48,7 @@ export function createMcp(
     clock,
     db,
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
+    ...(shared.keptTodos ? { kept: shared.keptTodos } : {}),
   });
   const services: McpServices = {
     runtime,

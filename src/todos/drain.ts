@@ -1,13 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { pendingCandidates } from '../../projections/todos.queries.ts';
-import {
-  type Aggregate,
-  type CommandDeps,
-  type Decide,
-  handleCommand,
-  readAggregate,
-} from '../commands/handle-command.ts';
+import { type CommandDeps, type Decide, handleCommand, readAggregate } from '../commands/handle-command.ts';
 import type { Database } from '../db/database.ts';
 import { DomainError } from '../domain/errors.ts';
 import {
@@ -21,9 +15,10 @@ import {
   visibleTodo,
 } from '../domain/todo/decide.ts';
 import { type DrainEvent, type TodoEvent, todoStream } from '../domain/todo/events.ts';
-import { isLive, type LiveTodo, type TodoState } from '../domain/todo/state.ts';
+import type { LiveTodo, TodoState } from '../domain/todo/state.ts';
 import { isWrongExpectedVersion, type Position } from '../eventstore/port.ts';
 import { ringDoorbell } from './doorbell.ts';
+import { createKeptTodos, type KeptTodos } from './kept.ts';
 import { releaseTodoKey } from './keys.ts';
 
 export type { LiveTodo } from '../domain/todo/state.ts';
@@ -39,6 +34,8 @@ export interface DrainDeps extends CommandDeps {
   readonly db: Kysely<Database>;
   /** Failed attempts after which a retryable failure is final (default 3). */
   readonly maxAttempts?: number;
+  /** Todos this process wrote last, shared with the hand-off (default: the drain's own). */
+  readonly kept?: KeptTodos;
 }
 
 export const loadTodo = (store: CommandDeps['store'], todoId: string) =>
@@ -48,8 +45,6 @@ const newLeaseId = (): string => `ls_${randomBytes(15).toString('base64url')}`;
 
 /** How long this process remembers a todo it saw claimed, so claim_next skips it before the read model knows. */
 const CLAIMED_MEMORY_MS = 30_000;
-/** Todos whose state this process keeps after moving them (a claim's todo, until it ends). */
-const KEPT_TODOS = 10_000;
 
 const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated' && e.type !== 'TodoMoved';
 
@@ -67,20 +62,8 @@ export function createDrain(deps: DrainDeps) {
    * of all racing for the same oldest todo (across processes the expected revision still decides).
    */
   const inFlight = new Set<string>();
-  /**
-   * Each todo's state as this process's last move left it, so the next move on it (a claim's
-   * complete, heartbeat, release or fail) decides without reading the stream: the append's expected
-   * revision proves the kept state current, and a move another process made meanwhile sends the
-   * decision back to the stream (src/commands/handle-command.ts, `known`).
-   */
-  const kept = new Map<string, Aggregate<TodoState>>();
-  const keep = (todoId: string, aggregate: Aggregate<TodoState> | undefined) => {
-    kept.delete(todoId);
-    if (!aggregate || aggregate.state.status === 'none' || !isLive(aggregate.state.status)) return;
-    if (kept.size >= KEPT_TODOS) kept.delete(kept.keys().next().value!);
-    kept.set(todoId, aggregate);
-  };
-
+  /** Todos as this process last wrote them: a move on one decides without reading it (kept.ts). */
+  const kept = deps.kept ?? createKeptTodos();
   const remember = (todoId: string) => {
     const now = Date.now();
     if (claimedHere.size > 50_000) {
@@ -115,10 +98,10 @@ export function createDrain(deps: DrainDeps) {
         ...(known ? { known } : {}),
       });
     } catch (err) {
-      kept.delete(todoId);
+      kept.forget(todoId);
       throw err;
     }
-    keep(todoId, result.position === undefined ? undefined : result);
+    kept.keep(todoId, result.position === undefined ? undefined : result);
     if (result.position === undefined || result.state.status === 'none') return undefined;
     await after(result.state, result.events.filter(isDrainEvent));
     return { todo: result.state, position: result.position };

@@ -4,6 +4,7 @@ import type { DomainEvent } from '../domain/events.ts';
 import { QUARANTINE } from '../domain/queue.ts';
 import { type CreateTodo, todoDecider } from '../domain/todo/decide.ts';
 import { todoStream } from '../domain/todo/events.ts';
+import type { TodoState } from '../domain/todo/state.ts';
 import { encodeEvent, stampedEvent } from '../eventstore/codec.ts';
 import {
   type EventData,
@@ -79,6 +80,18 @@ export function handOffAppends(handOff: HandOff, eventId: EventIdOf, now: Date):
   for (const fact of handOff.facts)
     appends.push({ streamId: fact.streamId, events: [withEventId(fact.event, eventId)] });
   return appends;
+}
+
+/**
+ * The todo's state as its creation in this hand-off leaves it (revision 0), naming the delivery's
+ * event id once the append has told it: what reading the new stream back would fold to.
+ */
+export function handedOffTodo(handOff: HandOff, eventId: number, now: Date): TodoState | undefined {
+  const { todo } = handOff;
+  if (!todo) return undefined;
+  const initial = todoDecider.initialState();
+  const [created] = todoDecider.decide({ type: 'CreateTodo', ...todo, eventId }, initial, now);
+  return created ? todoDecider.evolve(initial, created) : undefined;
 }
 
 /** Whether this store writes a hand-off with its delivery in one transaction. */

@@ -1,18 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCachedAggregate } from '../../src/commands/cached-aggregate.ts';
+import { readAggregate } from '../../src/commands/handle-command.ts';
 import { loadConfig } from '../../src/config.ts';
 import { endpointDecider } from '../../src/domain/endpoint/decide.ts';
 import { endpointStream } from '../../src/domain/endpoint/events.ts';
+import { type EndpointFacts, factsOf } from '../../src/domain/endpoint/state.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { DomainError } from '../../src/domain/errors.ts';
+import { todoDecider } from '../../src/domain/todo/decide.ts';
+import { todoStream } from '../../src/domain/todo/events.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import { HooklineError } from '../../src/errors.ts';
 import { createFollowUps } from '../../src/follow-up.ts';
+import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createEndpointAuth } from '../../src/mcp/auth.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
+import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
+import { createKeptTodos } from '../../src/todos/kept.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
@@ -119,5 +126,76 @@ describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', 
       result: null,
     });
     expect(done.todo.status).toBe('completed');
+  });
+
+  it('a todo handed off with its delivery is kept as reading it back would fold it, and claimed from there', async () => {
+    const { store, clock, db } = runtime;
+    const ep = await vend();
+    const endpoint = factsOf(
+      (await readAggregate(store, endpointStream(ep.endpointId), endpointDecider)).state as EndpointFacts & {
+        status: 'active';
+      },
+    );
+    const todoId = newId('td');
+    const handOff: HandOff = {
+      todo: {
+        todoId,
+        endpoint,
+        queue: 'inbox',
+        kind: 'webhook',
+        title: 'deploy',
+        payload: { n: 1, nested: { at: '2026-11-25' } },
+        key: null,
+        source: `webhook:${ep.webhookId}`,
+        human: `webhook:${ep.webhookId}`,
+      },
+      facts: [],
+    };
+    const now = clock.now();
+    const recorder = createDeliveryRecorder({ store, clock });
+    const recorded = await recorder.record(
+      {
+        payload: new TextEncoder().encode('{"n":1}'),
+        provider: `webhook:${ep.webhookId}`,
+        family: 'webhook',
+        trust_mode: 'token',
+        verified: false,
+        verify_detail: 'token ok',
+        event_type: 'deploy',
+        external_id: null,
+        content_type: 'application/json',
+        source_ip: null,
+        headers: {},
+        route: {
+          endpoint_id: ep.endpointId,
+          slug: ep.slug,
+          queue: 'inbox',
+          todo_id: todoId,
+          kind: 'webhook',
+        },
+      },
+      handOffAppends(handOff, 'stamped', now),
+    );
+    const kept = handedOffTodo(handOff, recorded.ack.id, now);
+    const read = await readAggregate(store, todoStream(todoId), todoDecider);
+    expect(read.revision).toBe(0n);
+    expect(kept).toEqual(read.state);
+
+    // Kept for the drain: its claim appends at revision 0 without reading; a second drain, which
+    // kept nothing, reads the stream and finds it claimed.
+    const keptTodos = createKeptTodos();
+    keptTodos.keep(todoId, { state: kept!, revision: 0n }, 7);
+    const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
+    const here = createDrain({ store, clock, db, kept: keptTodos });
+    const claimed = await here.claim(caller, { todoId, sessionId: null, leaseMs: 60_000 });
+    expect(claimed.todo.eventId).toBe(recorded.ack.id);
+    expect(claimed.todo.status).toBe('claimed');
+    const elsewhere = createDrain({ store, clock, db });
+    const second = await elsewhere
+      .claim(caller, { todoId, sessionId: null, leaseMs: 60_000 })
+      .catch((e: unknown) => e);
+    expect(second).toBeInstanceOf(DomainError);
+    const claims = (await readStream(store, todoStream(todoId))).filter((e) => e.type === 'TodoClaimed');
+    expect(claims).toHaveLength(1);
   });
 });
