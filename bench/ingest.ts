@@ -10,7 +10,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,13 +28,16 @@ import {
   settled,
   signatureValid,
 } from './ingest-reference.ts';
-import { memoryOf, peakRssMb, postmasterOf, processTree, sampleTreePeak } from './memory.ts';
+import { memoryOf, peakRssMb, postmasterOf, processTree } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 import { formatWriterStats, scrapeMetrics, type WriterStats, writerStats } from './writer-stats.ts';
 
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
+/** `--node-flags "..."`: more flags for the servers' Node (memory experiments), after NODE_FLAGS. */
+let extraNodeFlags: string[] = [];
+let overallRate = 0;
 
 type Target = 'bare' | 'durable' | 'postgres' | 'embedded';
 
@@ -110,23 +113,49 @@ async function serveHookline(): Promise<number> {
 
 // ---- parent: drive each target -----------------------------------------------------------
 
-/** Peak of hookline's RSS plus its PostgreSQL's PSS, sampled at the same moments. */
-function sampleTotal(hooklinePid: number, dataDir: string) {
-  let peak = 0;
+/**
+ * Embedded: the peaks of the managed PostgreSQL's RSS and PSS (summed over its processes) and of
+ * hookline's RSS plus that PSS at the same moments. One sampler in this process, which also runs
+ * the load: the process tree is listed again every 2 s, not at every sample (a walk of /proc).
+ */
+function sampleEmbeddedPeaks(hooklinePid: number, dataDir: string, everyMs = 200) {
+  let postgres = { rssMb: 0, pssMb: 0 };
+  let totalMb = 0;
+  let tree: number[] = [];
+  let listed = 0;
   const sample = () => {
-    const pm = postmasterOf(dataDir);
-    const pg = pm ? memoryOf(processTree(pm)).pssMb : 0;
-    peak = Math.max(peak, memoryOf([hooklinePid]).rssMb + pg);
+    if (Date.now() - listed > 2_000) {
+      const pm = postmasterOf(dataDir);
+      tree = pm ? processTree(pm) : [];
+      listed = Date.now();
+    }
+    const pg = memoryOf(tree);
+    postgres = { rssMb: Math.max(postgres.rssMb, pg.rssMb), pssMb: Math.max(postgres.pssMb, pg.pssMb) };
+    totalMb = Math.max(totalMb, memoryOf([hooklinePid]).rssMb + pg.pssMb);
   };
   sample();
-  const timer = setInterval(sample, 200);
+  const timer = setInterval(sample, everyMs);
   return {
     stop: () => {
       clearInterval(timer);
+      listed = 0;
       sample();
-      return peak;
+      return { postgres, totalMb };
     },
   };
+}
+
+/** An administrative connection string for embedded mode's own server (pg/hookline.json, its socket). */
+async function managedAdminUrl(dataDir: string): Promise<string> {
+  const cluster = path.join(dataDir, 'pg');
+  const { user, password } = JSON.parse(await readFile(path.join(cluster, 'hookline.json'), 'utf8')) as {
+    user: string;
+    password: string;
+  };
+  const lines = (await readFile(path.join(cluster, 'postmaster.pid'), 'utf8')).split('\n');
+  const port = lines[3]!.trim();
+  const socketDir = lines[4]!.trim();
+  return `postgresql://${encodeURIComponent(user)}:${encodeURIComponent(password)}@/postgres?host=${encodeURIComponent(socketDir)}&port=${port}`;
 }
 
 function startChild(
@@ -140,6 +169,7 @@ function startChild(
       process.execPath,
       [
         ...NODE_FLAGS,
+        ...extraNodeFlags,
         ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
         SELF,
         '--serve',
@@ -198,6 +228,8 @@ interface Costs {
   nodeMs?: number;
   /** CPU ms of the PostgreSQL backends connected to the server's database per delivery. */
   postgresMs?: number;
+  /** Embedded: CPU ms of every process of its own PostgreSQL (background processes too) per delivery. */
+  postgresAllMs?: number;
   /** pg_stat_database.tup_inserted per delivery. */
   rows?: number;
   /** pg_current_wal_lsn() advance per delivery, bytes (cluster-wide: other writers count too). */
@@ -218,6 +250,9 @@ async function drive(
   const options: autocannon.Options = {
     url: `http://127.0.0.1:${port}/webhooks/codehost`,
     connections,
+    // `--rate N`: N requests a second over all connections, so the targets are compared at the
+    // same rate (and batching): their CPU per delivery then differs by the work alone.
+    ...(overallRate > 0 ? { overallRate } : {}),
     duration: seconds,
     method: 'POST',
     body,
@@ -289,6 +324,8 @@ async function main(): Promise<void> {
       only: { type: 'string', default: 'bare,durable,postgres,embedded' },
       'no-delivery-id': { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
+      'node-flags': { type: 'string' },
+      rate: { type: 'string', default: '0' },
     },
   });
   if (values.serve) {
@@ -301,6 +338,8 @@ async function main(): Promise<void> {
     process.stdout.write(`READY ${port}\n`);
     return;
   }
+  extraNodeFlags = values['node-flags']?.split(/\s+/).filter(Boolean) ?? [];
+  overallRate = Number(values.rate);
   const seconds = Number(values.seconds ?? values.duration ?? '10');
   const rounds = Math.max(1, Number(values.rounds));
   const warmup = Number(values.warmup);
@@ -344,40 +383,44 @@ async function main(): Promise<void> {
         let figures: Figures;
         let warmupOk = 0;
         let start: DatabaseCounters | undefined;
-        let cpu: { node?: number; postgres?: number } = {};
+        let end: DatabaseCounters | undefined;
+        let cpu: { node?: number; postgres?: number; postgresAll?: number } = {};
         let writer: WriterStats | undefined;
+        const dir = env.HOOKLINE_DATA_DIR;
+        // Embedded mode's own server is read as the shared one is: through an administrative
+        // connection (its socket and hookline's credentials), so both get the same settling.
+        const adminUrl = dir ? await managedAdminUrl(dir) : BENCH_ADMIN_URL;
+        if (dir) database = 'hookline';
         try {
-          if (database) start = await databaseCounters(BENCH_ADMIN_URL, database);
+          if (database) start = await databaseCounters(adminUrl, database);
           if (warmup > 0) warmupOk = (await drive(target, port, warmup, connections, body, deliveryIds)).ok;
-          if (database) await settled(BENCH_ADMIN_URL, database);
+          if (database) await settled(adminUrl, database);
           const nodeBefore = child.pid === undefined ? undefined : cpuSeconds(child.pid);
-          const pgBefore = database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined;
-          const dir = env.HOOKLINE_DATA_DIR;
+          const pgBefore = database ? await databaseCounters(adminUrl, database) : undefined;
           const treeBefore = dir ? managedPostgresCpu(dir) : undefined;
-          const pgPeak = dir ? sampleTreePeak(() => postmasterOf(dir)) : undefined;
-          const totalPeak = dir && child.pid ? sampleTotal(child.pid, dir) : undefined;
+          const peaks = dir && child.pid ? sampleEmbeddedPeaks(child.pid, dir) : undefined;
           const hookline = target === 'postgres' || target === 'embedded';
           const metricsBefore = hookline ? await scrapeMetrics(`http://127.0.0.1:${port}`) : undefined;
           figures = await drive(target, port, seconds, connections, body, deliveryIds);
           if (metricsBefore !== undefined)
             writer = writerStats(metricsBefore, await scrapeMetrics(`http://127.0.0.1:${port}`));
-          const postgres = pgPeak?.stop();
-          const totalMb = totalPeak?.stop();
-          if (postgres) figures.postgres = postgres;
-          if (totalMb !== undefined) figures.totalMb = totalMb;
-          if (database) await settled(BENCH_ADMIN_URL, database);
+          if (peaks) {
+            const { postgres, totalMb } = peaks.stop();
+            figures.postgres = postgres;
+            figures.totalMb = totalMb;
+          }
+          if (database) await settled(adminUrl, database);
           const nodeAfter = child.pid === undefined ? undefined : cpuSeconds(child.pid);
-          const pgAfter = database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined;
+          const pgAfter = database ? await databaseCounters(adminUrl, database) : undefined;
           const treeAfter = dir ? managedPostgresCpu(dir) : undefined;
           cpu = {
             node: nodeBefore !== undefined && nodeAfter !== undefined ? nodeAfter - nodeBefore : undefined,
-            postgres:
-              pgBefore && pgAfter
-                ? backendCpu(pgBefore.backends, pgAfter.backends)
-                : treeBefore && treeAfter
-                  ? backendCpu(treeBefore, treeAfter)
-                  : undefined,
+            postgres: pgBefore && pgAfter ? backendCpu(pgBefore.backends, pgAfter.backends) : undefined,
+            postgresAll: treeBefore && treeAfter ? backendCpu(treeBefore, treeAfter) : undefined,
           };
+          // The managed server stops with hookline: its counters are read now, backends still
+          // connected (they report their statistics at least once a second).
+          if (dir) end = pgAfter;
           figures.peakRssMb = child.pid === undefined ? undefined : peakRssMb(child.pid);
         } finally {
           await stopChild(child);
@@ -385,10 +428,13 @@ async function main(): Promise<void> {
         const costs: Costs = {
           nodeMs: cpu.node === undefined ? undefined : (cpu.node * 1000) / figures.ok,
           postgresMs: cpu.postgres === undefined ? undefined : (cpu.postgres * 1000) / figures.ok,
+          postgresAllMs: cpu.postgresAll === undefined ? undefined : (cpu.postgresAll * 1000) / figures.ok,
         };
         if (database && start) {
-          await backendsGone(BENCH_ADMIN_URL, database);
-          const end = await databaseCounters(BENCH_ADMIN_URL, database);
+          if (!end) {
+            await backendsGone(adminUrl, database);
+            end = await databaseCounters(adminUrl, database);
+          }
           const delivered = warmupOk + figures.ok;
           costs.rows = (end.tupInserted - start.tupInserted) / delivered;
           costs.walBytes = Number(end.walBytes - start.walBytes) / delivered;
@@ -436,6 +482,7 @@ async function main(): Promise<void> {
       totalMb: medianOf(runs.map((r) => r.totalMb)),
       nodeMs: medianOf(runs.map((r) => r.costs?.nodeMs)),
       postgresMs: medianOf(runs.map((r) => r.costs?.postgresMs)),
+      postgresAllMs: medianOf(runs.map((r) => r.costs?.postgresAllMs)),
       rows: medianOf(runs.map((r) => r.costs?.rows)),
       walBytes: medianOf(runs.map((r) => r.costs?.walBytes)),
       perCommit: medianOf(runs.map((r) => r.costs?.perCommit)),
@@ -461,15 +508,15 @@ async function main(): Promise<void> {
     console.log(`\nembedded / server mode, same run: ${ratio('embedded', 'postgres')} of the rate`);
   }
   console.log(
-    '\nper delivery  CPU ms node  CPU ms PostgreSQL  rows inserted  WAL bytes  deliveries per commit',
+    '\nper delivery  CPU ms node  CPU ms PostgreSQL  (all its processes)  rows inserted  WAL bytes  deliveries per commit',
   );
   for (const r of summary) {
     console.log(
-      `${r.target.padEnd(12)}  ${fixed(r.nodeMs, 3).padStart(11)}  ${fixed(r.postgresMs, 3).padStart(17)}  ${fixed(r.rows, 2).padStart(13)}  ${fixed(r.walBytes, 0).padStart(9)}  ${fixed(r.perCommit, 1).padStart(21)}`,
+      `${r.target.padEnd(12)}  ${fixed(r.nodeMs, 3).padStart(11)}  ${fixed(r.postgresMs, 3).padStart(17)}  ${(r.postgresAllMs === undefined ? '' : fixed(r.postgresAllMs, 3)).padStart(19)}  ${fixed(r.rows, 2).padStart(13)}  ${fixed(r.walBytes, 0).padStart(9)}  ${fixed(r.perCommit, 1).padStart(21)}`,
     );
   }
   console.log(
-    'CPU: /proc/<pid>/stat of the server process and of the backends on its database, from after the warm-up until inserts stop; rows and commits: pg_stat_database of its database, WAL: pg_current_wal_lsn() (cluster-wide), over warm-up and run',
+    'CPU: /proc/<pid>/stat of the server process and of the backends on its database (embedded: also every process of its PostgreSQL), from after the warm-up until inserts stop; rows and commits: pg_stat_database of its database, WAL: pg_current_wal_lsn() (cluster-wide: on the shared server other databases count too), over warm-up and run (embedded: until the inserts stop, its server stops with hookline)',
   );
   console.log(`\nload average at end: ${load()}`);
   console.log(

@@ -43,14 +43,34 @@ const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const PG_EPOCH_MS = 946_684_800_000;
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 
-/** Writes rows in PostgreSQL's binary COPY format into one growing buffer. */
+/**
+ * The buffer every encoding writes into, kept between encodings: an encoding runs start to end
+ * without yielding (encodeBinaryCopy is synchronous), so one process-wide buffer serves all.
+ * Each encoding then allocates its output once, at its exact size. A fresh 64 KB buffer grown by
+ * doubling for each statement had made the projections' COPY about a fifth of hookline's
+ * ArrayBuffer allocation under webhook load, garbage that waits for a full collection
+ * (bench/README.md, "Memory at the ingest peak"). Grown past SCRATCH_KEPT by a large batch, it
+ * is dropped after that encoding.
+ */
+const SCRATCH_KEPT = 1024 * 1024;
+const SCRATCH_START = 64 * 1024;
+let scratch: Buffer | undefined = Buffer.allocUnsafeSlow(SCRATCH_START);
+
+/** The scratch buffer, taken (an encoding nested in another, or one after a throw, gets its own). */
+function takeScratch(): Buffer {
+  const taken = scratch ?? Buffer.allocUnsafeSlow(SCRATCH_START);
+  scratch = undefined;
+  return taken;
+}
+
+/** Writes rows in PostgreSQL's binary COPY format into the shared scratch buffer. */
 class BinaryWriter {
-  private buf = Buffer.allocUnsafe(64 * 1024);
+  private buf = takeScratch();
   private at = 0;
 
   private room(bytes: number): void {
     if (this.at + bytes <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + bytes));
+    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.at + bytes));
     this.buf.copy(next, 0, 0, this.at);
     this.buf = next;
   }
@@ -95,8 +115,11 @@ class BinaryWriter {
     this.raw(b);
   }
 
+  /** A copy of what was written, at its exact size; the scratch buffer is free again. */
   done(): Buffer {
-    return this.buf.subarray(0, this.at);
+    const out = Buffer.from(this.buf.subarray(0, this.at));
+    scratch = this.buf.length <= SCRATCH_KEPT ? this.buf : Buffer.allocUnsafeSlow(SCRATCH_START);
+    return out;
   }
 }
 
@@ -286,7 +309,10 @@ export class CopyingClient extends pg.Client {
         // armed, holding the stream and its page for 5 s (measured: 160 MB more RSS under webhook
         // load), and then fires an error at a finished query.
         (stream as { callback?: (err?: Error) => void }).callback?.();
-        resolve({ command: 'COPY', rowCount: stream.rowCount, rows: [{ data: Buffer.concat(chunks) }] });
+        // Each chunk is a buffer of its own (pg-copy-streams copies it out of the socket's): a
+        // page that came in one chunk is used as it is, not copied once more.
+        const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        resolve({ command: 'COPY', rowCount: stream.rowCount, rows: [{ data }] });
       });
     });
   }

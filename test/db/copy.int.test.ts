@@ -222,6 +222,24 @@ describe('the binary COPY encoder', () => {
     }
   });
 
+  it('gives each encoding a buffer of its own, at its exact size, after larger, smaller and failed ones', () => {
+    const row = (id: bigint, label: string): CopyValue[] => [id, null, label, null, null, null, null, null];
+    const big = encodeBinaryCopy(
+      SPEC,
+      Array.from({ length: 3000 }, (_, i) => row(BigInt(i), `label ${i} ${'x'.repeat(600)}`)),
+    );
+    expect(big.length).toBeGreaterThan(1024 * 1024); // past what the encoder keeps between encodings
+    const small = encodeBinaryCopy(SPEC, [row(7n, 'seven')]);
+    const copyOfSmall = Buffer.from(small);
+    expect(() => encodeBinaryCopy(SPEC, [row(1n, 'fine'), [1n]])).toThrow(/has 1 values/);
+    const again = encodeBinaryCopy(SPEC, [row(8n, 'eight, longer than seven')]);
+    expect(small.equals(copyOfSmall)).toBe(true); // not overwritten by the encodings after it
+    expect(decodeBinaryCopy(small)).toHaveLength(1);
+    expect(decodeBinaryCopy(again)).toHaveLength(1);
+    expect(decodeBinaryCopy(big)).toHaveLength(3000);
+    expect(decodeBinaryCopy(big)[2999]![2]!.toString()).toBe(`label 2999 ${'x'.repeat(600)}`);
+  });
+
   it('writes the signature, a header without flags, and the trailer', () => {
     const empty = encodeBinaryCopy(SPEC, []);
     expect(empty.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
