@@ -264,9 +264,11 @@ export function createEndpointWebhookReceiver(deps: EndpointWebhookDeps) {
     const eventId = recorded.ack.id;
     if (atomic && !recorded.duplicate) {
       // The todo as written, so that the claim of it decides without reading it back.
-      const todo = handOff.todo && deps.keptTodos ? handedOffTodo(handOff, eventId, handedAt) : undefined;
-      if (todo)
-        deps.keptTodos!.keep(handOff.todo!.todoId, { state: todo, revision: 0n }, request.body.length);
+      const { keptTodos } = deps;
+      const todoId = handOff.todo?.todoId;
+      const todo = keptTodos && todoId ? handedOffTodo(handOff, eventId, handedAt) : undefined;
+      if (keptTodos && todoId && todo)
+        keptTodos.keep(todoId, { state: todo, revision: 0n }, request.body.length);
       return { kind: 'accepted', ack: recorded.ack, duplicate: false };
     }
     const fields = { webhook: webhook.id, endpoint: endpoint.id, event_id: eventId };
