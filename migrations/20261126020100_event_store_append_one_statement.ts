@@ -6,15 +6,17 @@ import { type Kysely, sql } from 'kysely';
  *
  * That is every batch of the ingest path: each delivery appends one event to `deliveries` with its
  * dedup key. The seventh version ran about ten statements and a loop of some thirty PL/pgSQL
- * expressions per append for it, about half of the function's cost per event besides the insert
- * itself. For such a batch an append fails only when its key is held (by an event, by a stream of
+ * expressions per append for it: on one backend, 16 keyed deliveries a call, 125 to 132 µs of CPU
+ * an event, where a plain insert of the same rows took 58 to 95 µs; this version takes 80 to 88 µs
+ * (bench/README.md, "The append in one statement"). For such a batch an append fails only when its key is held (by an event, by a stream of
  * that name from before the sixth version, or by an earlier append of the batch), and its revision
  * is the stream's plus the appends before it that passed: window functions over the batch say
  * both, and the insert, the streams' new revisions and the answer follow in the same statement.
  * Every other batch (an expected revision, an atomic group, several events in one append, a stamp,
  * a NOTIFY inside the transaction) takes the seventh version's path, unchanged. The stream locks
  * come first in both, as before; with one stream in the batch (the common case) its lock and
- * revision are read without the statements that sort several.
+ * revision are read without the statements that sort several, and every append's place among the
+ * streams is 1 without a join.
  *
  * Same signature, same answers.
  */
