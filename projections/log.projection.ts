@@ -99,6 +99,8 @@ export const logProjection: Projection = {
   // read from the event (issue 20).
   version: 5,
   tables: ['log_events', 'log_retention'],
+  // Every delivery is one more row or counter: under ingest, fewer and larger batches (engine/types.ts).
+  batchGrows: true,
   createTables: createLogTables,
   handles: (e) =>
     (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||
