@@ -171,9 +171,10 @@ export interface EventStore {
 
   /**
    * The position of the newest committed event, or START. On PostgreSQL it can be past
-   * `headPosition`: a commit stays hidden from readers while a transaction that began before it
-   * is still open (a projection's, another batch). Wait for it (read your writes: every commit
-   * so far, one's own included); never start to read after it, which would skip the hidden ones.
+   * `headPosition`: a commit stays hidden from readers while an event writer's transaction that
+   * began before it is still open (another batch, an import). Wait for it (read your writes:
+   * every commit so far, one's own included); never start to read after it, which would skip the
+   * hidden ones.
    */
   committedPosition(): Promise<Position>;
 

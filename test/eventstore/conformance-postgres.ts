@@ -157,8 +157,9 @@ export function registerPostgresCases(ctx: SuiteContext): void {
     const held = new pg.Client({ connectionString: harness.postgres!.url });
     await held.connect();
     try {
-      // An id for the open transaction (a projection's, another batch's), below the append's.
+      // An event writer's open transaction (another batch's: a stream lock, then an id), below the append's.
       await held.query('begin');
+      await held.query('select pg_advisory_xact_lock_shared($1, 0)', [0x686b6c73]);
       await held.query('select pg_current_xact_id()');
       const { position } = await store.append(uniqueStream('hidden'), [jsonEvent('Hidden', {})]);
       expect(store.comparePositions(await store.headPosition(), position)).toBeLessThan(0);
@@ -170,6 +171,36 @@ export function registerPostgresCases(ctx: SuiteContext): void {
     const { position } = await store.append(uniqueStream('seen'), [jsonEvent('Seen', {})]);
     expect(await store.headPosition()).toBe(position);
     expect(await store.committedPosition()).toBe(position);
+  });
+
+  it('a transaction open in another database of the server delays neither the head, nor readAll, nor a subscriber', async () => {
+    // The server may be shared (other applications, other test suites). pg_snapshot_xmin is the
+    // whole cluster's: bounded by it, every append after that transaction began stayed hidden
+    // from headPosition and readAll until it ended, and a wait for the head stalled with it.
+    const { store, harness } = ctx;
+    const prefix = uniqueStream('elsewhere');
+    const mine = (e: { streamId: string }) => e.streamId.startsWith(`${prefix}-`);
+    // The same server's `postgres` database (the URL's last path segment is the database).
+    const elsewhere = harness.postgres!.url.replace(/\/[^/?]*(\?|$)/, '/postgres$1');
+    expect(elsewhere).not.toBe(harness.postgres!.url);
+    const other = new pg.Client({ connectionString: elsewhere });
+    await other.connect();
+    const start = await store.headPosition();
+    const f = follow(store, start, mine);
+    try {
+      await other.query('begin');
+      await other.query('select pg_current_xact_id()');
+      const { position } = await store.append(`${prefix}-a`, [jsonEvent('A', {})]);
+      expect(await store.headPosition()).toBe(position);
+      expect(await store.committedPosition()).toBe(position);
+      const read = (await toArray(store.readAll({ after: start }))).filter(mine);
+      expect(read.map((e) => e.position)).toEqual([position]);
+      expect((await f.until(1)).map((e) => e.position)).toEqual([position]);
+      await other.query('rollback');
+    } finally {
+      f.stop();
+      await other.end();
+    }
   });
 
   it('a batch that waits for a stream held elsewhere still keeps every stream in revision order in $all', async () => {

@@ -3,7 +3,8 @@ import { type Position, START } from '../port.ts';
 /**
  * A position in `$all` on PostgreSQL: the writing transaction's xid8 and the row's
  * global_position. Readers order by (transaction_id, global_position) and only see transactions
- * below the oldest one still running, so this pair never goes backwards for a reader.
+ * below the oldest running one that writes events (reads.ts), so this pair never goes backwards
+ * for a reader.
  */
 export interface SqlPosition {
   readonly transactionId: bigint;

@@ -5,12 +5,14 @@ import { formatPosition, type SqlPosition } from './positions.ts';
 import { type EventRow, eventColumns, fromTextRow, ROW_BYTES, rowBytes, type TextEventRow } from './rows.ts';
 
 /**
- * The read queries, the same SQL in every mode. `$all` shows only transactions below
- * the oldest one still running (`pg_snapshot_xmin`), in (transaction_id, global_position) order:
+ * The read queries, the same SQL in every mode. `$all` shows only transactions below the oldest
+ * running transaction that writes events (LIVE_BOUND), in (transaction_id, global_position) order:
  * a transaction that commits late has a smaller xid than those committed before it, and stays
  * invisible until it ends, so a reader that has moved past a position never finds a new event
- * behind it. Live reads go further, below the oldest running transaction that writes events
- * (LIVE_BOUND), which is safe by the same argument.
+ * behind it. Not below the oldest running transaction of all (`pg_snapshot_xmin`): that one is
+ * the whole cluster's, and a transaction open in any database of a shared server (another
+ * application, another test suite) would hide every newer append from every reader, the head
+ * included, until it ended.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: the store's tables are queried with raw SQL only
@@ -71,8 +73,6 @@ export async function readAllPage(
   db: AnyDb,
   after: SqlPosition,
   limits: PageLimits = defaultPage,
-  /** Below the oldest running transaction that writes events (liveBound), not below the oldest of all. */
-  live = false,
 ): Promise<EventRow[]> {
   // Qualified order: the selected `revision`/`tx` aliases are text, and ORDER BY prefers an alias.
   const order = 'es_events.transaction_id, es_events.global_position';
@@ -90,7 +90,7 @@ export async function readAllPage(
         from es_events
         where (transaction_id, global_position) >
             ('${integer(after.transactionId, 'transaction id')}'::xid8, ${integer(after.globalPosition, 'global position')}::bigint)
-          and transaction_id < ${live ? `(${LIVE_BOUND})` : 'pg_snapshot_xmin(pg_current_snapshot())'}
+          and transaction_id < (${LIVE_BOUND})
         window w as (order by ${order})
         order by ${order}
         limit ${integer(limits.maxRows, 'maxRows')}
@@ -212,11 +212,12 @@ export async function readEventRow(
   return row ? fromTextRow(row) : undefined;
 }
 
+/** The newest event below the same bound as the reads: where a reader that must miss nothing starts. */
 export async function readHeadPosition(db: AnyDb): Promise<Position> {
   const { rows } = await sql<{ tx: string; gp: string }>`
     select transaction_id::text as tx, global_position::text as gp
     from es_events
-    where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+    where transaction_id < (${sql.raw(LIVE_BOUND)})
     order by transaction_id desc, global_position desc
     limit 1`.execute(db);
   const row = rows[0];
@@ -226,7 +227,7 @@ export async function readHeadPosition(db: AnyDb): Promise<Position> {
 /**
  * The newest committed event, visible to readers or not yet (port.ts, committedPosition). A read
  * model that has applied it has applied every commit before this call, whichever transaction
- * still hides it; readHeadPosition stops below the oldest open transaction and can miss them.
+ * still hides it; readHeadPosition stops below the oldest open transaction that writes events and can miss them.
  */
 export async function readCommittedPosition(db: AnyDb): Promise<Position> {
   const { rows } = await sql<{ tx: string; gp: string }>`

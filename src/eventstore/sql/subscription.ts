@@ -70,7 +70,7 @@ export function subscribeAllSql(
       while (!signal.aborted) {
         let rows: EventRow[];
         try {
-          rows = await readAllPage(deps.db, after, deps.limits, true);
+          rows = await readAllPage(deps.db, after, deps.limits);
           backoff = 100;
         } catch (err) {
           if (signal.aborted) return false;

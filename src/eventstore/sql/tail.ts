@@ -59,7 +59,7 @@ export function createLiveTail(deps: TailDeps): LiveTail {
           position ??= parsePosition(await readHeadPosition(deps.db));
           from = position;
           // Below the oldest running transaction that writes events, not the oldest of the cluster.
-          rows = await readAllPage(deps.db, from, deps.limits, true);
+          rows = await readAllPage(deps.db, from, deps.limits);
           backoff = 100;
         } catch (err) {
           if (deps.closed.aborted) break;
