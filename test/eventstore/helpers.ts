@@ -125,9 +125,9 @@ export async function settle<T>(
 }
 
 /**
- * Waits until `$all` readers see `position`. On a shared PostgreSQL cluster any transaction still
- * running (in any database) holds the visibility horizon back for a moment; readAll is specified
- * to show only what every reader can see, so tests wait for it instead of assuming it.
+ * Waits until `$all` readers see `position`. An event writer's transaction still running in the
+ * same database (another append's batch) holds the visibility horizon back for a moment; readAll
+ * is specified to show only what every reader can see, so tests wait for it instead of assuming it.
  */
 export async function visible(store: EventStore, position: Position, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
