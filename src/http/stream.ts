@@ -228,8 +228,15 @@ export function streamPlugin(deps: StreamDeps) {
           'x-accel-buffering': 'no',
           connection: 'close',
         });
+        // The head goes out now; the body is then written to the socket itself. Through the response,
+        // each write corks the socket and the actual write waits for the next tick
+        // (connectionCorkNT): the burst's pacing timed its JavaScript, not its syscalls, which were
+        // over nine tenths of it (bench/README.md, issue 22), and each write paid the cork.
+        res.flushHeaders();
+        const socket = res.socket;
+        if (!socket) return;
         const client: Client = {
-          writer: createSseWriter(res, maxBufferBytes, () => {
+          writer: createSseWriter(socket, maxBufferBytes, () => {
             clients.delete(client);
             deps.logger.info('stream: slow client dropped');
           }),
