@@ -20,6 +20,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +36,27 @@ import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts'
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 import { formatWriterStats, scrapeMetrics, writerStats } from './writer-stats.ts';
+
+/**
+ * CPU seconds of the server's rule sandbox processes (rules-sandbox/child.ts, forked on the first
+ * evaluation): the rules' own cost, which the server process's figure leaves out.
+ */
+function sandboxCpuSeconds(serverPid: number): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== serverPid) continue;
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('rules-sandbox')) continue;
+      total += cpuSeconds(Number(entry)) ?? 0;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
 
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
@@ -253,6 +275,7 @@ async function agentPath(
   seconds: number,
   senders: number,
   agentCount: number,
+  afterRules: () => void = () => {},
 ): Promise<AgentPath> {
   const base = `http://127.0.0.1:${ready.port}`;
   const mcp = (v: Vended) => `${base}/mcp/${v.slug}`;
@@ -273,6 +296,7 @@ async function agentPath(
     webhook_id: ready.load.webhookId,
     rules: FIVE_RULES.slice(FIVE_RULES.length - rules),
   });
+  afterRules();
 
   const ids: string[] = [];
   let stopDraining = false;
@@ -405,6 +429,7 @@ async function main(): Promise<void> {
       // CPU of the server process and of its database's backends (PostgreSQL mode), and commits.
       const snapshot = async () => ({
         node: child.pid === undefined ? undefined : cpuSeconds(child.pid),
+        sandbox: child.pid === undefined ? undefined : sandboxCpuSeconds(child.pid),
         db: database ? await databaseCounters(BENCH_ADMIN_URL, database) : undefined,
       });
       type Snapshot = Awaited<ReturnType<typeof snapshot>>;
@@ -414,6 +439,10 @@ async function main(): Promise<void> {
         const pgCpu = a.db && b.db ? backendCpu(a.db.backends, b.db.backends) : undefined;
         return {
           'node CPU ms': node === undefined ? '' : Number(node.toFixed(3)),
+          'sandbox CPU ms':
+            a.sandbox !== undefined && b.sandbox !== undefined
+              ? Number((((b.sandbox - a.sandbox) * 1000) / n).toFixed(3))
+              : '',
           'pg CPU ms': pgCpu === undefined ? '' : Number(((pgCpu * 1000) / n).toFixed(3)),
           'commits/delivery':
             a.db && b.db ? Number(((b.db.xactCommit - a.db.xactCommit) / n).toFixed(2)) : '',
@@ -465,7 +494,10 @@ async function main(): Promise<void> {
         await statements(instance.ok);
         for (const rules of ruleCounts) {
           before = await snapshot();
-          const r = await agentPath(ready, rules, seconds, senders, agentCount);
+          // The sandbox starts when the rules are saved (their compile check): its start-up is left out.
+          const r = await agentPath(ready, rules, seconds, senders, agentCount, () => {
+            if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
+          });
           delivered += r.posted.ok;
           const agentCosts = costs(before, await snapshot(), r.posted.ok);
           console.log(

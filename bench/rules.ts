@@ -1,10 +1,12 @@
 /**
  * Routing rules benchmark (issue 7, point 9): what rules cost per delivery, and what they do to
- * ingestion. Part 1 evaluates a list of 5 rules in the sandbox, one delivery at a time, and prints
- * p50/p99 per evaluation. Part 2 runs hookline in this process (embedded, PGlite in memory) and
+ * ingestion. Part 1 evaluates a list of 5 rules in the sandbox, one delivery at a time and then 16
+ * at once, and prints p50/p99 per evaluation, evaluations a second, and the CPU an evaluation
+ * costs in this process and in the sandbox process. Part 2 runs hookline in this process (embedded, PGlite in memory) and
  * drives POST /webhooks/w/<token> with autocannon on a webhook with 5 rules and on one with none.
- * `npm run bench:rules [-- --evaluations 2000 --duration 10 --connections 16]`.
+ * `npm run bench:rules [-- --evaluations 2000 --duration 10 --connections 16 --parts evaluation,ingest]`.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -23,8 +25,10 @@ const { values } = parseArgs({
     evaluations: { type: 'string', default: '2000' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
+    parts: { type: 'string', default: 'evaluation,ingest' },
   },
 });
+const parts = new Set(values.parts.split(',').map((p) => p.trim()));
 
 /** Five rules of the kind people write: header checks, event types, a payload field, a default. */
 const RULES: RuleSource[] = [
@@ -55,29 +59,60 @@ const BODY = JSON.stringify({
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
-async function evaluationCost(n: number) {
+/** User + system CPU seconds of a process (all its threads), from /proc. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ, 100 on Linux
+}
+
+async function evaluationCost(n: number, concurrency: number) {
   const engine = await createRuleEngine();
   try {
-    const delivery = toRuleDelivery(
-      {
-        provider: 'webhook:wh_bench',
-        event_type: 'push',
-        content_type: 'application/json',
-        headers: { 'content-type': 'application/json', 'x-event': 'push' },
-        received_at: new Date().toISOString(),
-      },
-      new TextEncoder().encode(BODY),
-    );
-    for (let i = 0; i < 50; i++) await engine.evaluate(RULES, delivery); // compile and warm up
+    // A delivery as the receiver builds it for each request (the body parsed each time).
+    const delivery = () =>
+      toRuleDelivery(
+        {
+          provider: 'webhook:wh_bench',
+          event_type: 'push',
+          content_type: 'application/json',
+          headers: { 'content-type': 'application/json', 'x-event': 'push' },
+          received_at: new Date().toISOString(),
+        },
+        new TextEncoder().encode(BODY),
+      );
+    for (let i = 0; i < 50; i++) await engine.evaluate(RULES, delivery()); // compile and warm up
+    const sandboxPid = (await engine.stats()).pid;
     const times: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const t = performance.now();
-      const outcome = await engine.evaluate(RULES, delivery);
-      times.push(performance.now() - t);
-      if (outcome.kind !== 'routed') throw new Error(`unexpected outcome ${JSON.stringify(outcome)}`);
-    }
+    const hostBefore = process.cpuUsage();
+    const sandboxBefore = sandboxPid === null ? 0 : cpuSeconds(sandboxPid);
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          next += 1;
+          const t = performance.now();
+          const outcome = await engine.evaluate(RULES, delivery());
+          times.push(performance.now() - t);
+          if (outcome.kind !== 'routed') throw new Error(`unexpected outcome ${JSON.stringify(outcome)}`);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const host = process.cpuUsage(hostBefore);
+    const sandboxCpu = sandboxPid === null ? Number.NaN : cpuSeconds(sandboxPid) - sandboxBefore;
     times.sort((a, b) => a - b);
-    return { n, p50: pct(times, 0.5), p99: pct(times, 0.99), stats: await engine.stats() };
+    return {
+      n,
+      concurrency,
+      p50: pct(times, 0.5),
+      p99: pct(times, 0.99),
+      perSecond: n / seconds,
+      hostCpuMs: (host.user + host.system) / 1000 / n,
+      sandboxCpuMs: (sandboxCpu * 1000) / n,
+      stats: await engine.stats(),
+    };
   } finally {
     await engine.close();
   }
@@ -160,11 +195,16 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 console.log(`bench:rules on ${os.cpus().length} cores, load average ${load()}`);
-const cost = await evaluationCost(Number(values.evaluations));
-console.log(
-  `rule evaluation, 5 rules, ${cost.n} deliveries: p50 ${cost.p50.toFixed(3)} ms, p99 ${cost.p99.toFixed(3)} ms ` +
-    `(compiles ${cost.stats.compiles}, cache hits ${cost.stats.cacheHits}, faults ${cost.stats.faults})`,
-);
+for (const concurrency of parts.has('evaluation') ? [1, 16] : []) {
+  const cost = await evaluationCost(Number(values.evaluations), concurrency);
+  console.log(
+    `rule evaluation, 5 rules, ${cost.n} deliveries, ${concurrency} at a time: p50 ${cost.p50.toFixed(3)} ms, ` +
+      `p99 ${cost.p99.toFixed(3)} ms, ${cost.perSecond.toFixed(0)}/s; CPU an evaluation ${cost.hostCpuMs.toFixed(3)} ms ` +
+      `here, ${cost.sandboxCpuMs.toFixed(3)} ms in the sandbox (compiles ${cost.stats.compiles}, cache hits ` +
+      `${cost.stats.cacheHits}, faults ${cost.stats.faults})`,
+  );
+}
+if (!parts.has('ingest')) process.exit(0);
 const ingest = await ingestThroughput(Number(values.duration), Number(values.connections));
 const line = (name: string, r: typeof ingest.none) =>
   `${name}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}`;

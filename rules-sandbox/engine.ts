@@ -28,7 +28,9 @@ interface Job {
   readonly resolve: (reply: Reply) => void;
   readonly reject: (error: Error) => void;
   id?: number;
+  /** The watchdog, armed while the job is the oldest one the sandbox has not answered. */
   timer?: NodeJS.Timeout;
+  /** Sandbox processes that died while this job was the one they were running. */
   attempts: number;
 }
 
@@ -46,6 +48,12 @@ const silent: EngineLogger = { info: () => {}, warn: () => {}, error: () => {} }
 const ZERO: SandboxCounters = { isolatesCreated: 0, compiles: 0, cacheHits: 0, evaluations: 0, faults: 0 };
 /** Slack for IPC and process scheduling on top of the limits the sandbox enforces itself. */
 const WATCHDOG_SLACK_MS = 1_000;
+/**
+ * Requests sent to the sandbox before the first of them is answered. The sandbox runs them one at
+ * a time, in order; sending the next ones at once spares each the wait for this process's event
+ * loop between an answer and the next request.
+ */
+const IN_FLIGHT_MAX = 32;
 
 const unavailable = (detail: string) => new HooklineError('sandbox_unavailable', detail);
 
@@ -63,8 +71,21 @@ function sandboxLimits(options: RuleEngineOptions): SandboxLimits {
   return { deadlineMs, cpuBudgetMs, memoryLimitMb, graceMs: 100, maxCompiled: 1_000 };
 }
 
+/** SHA-256 of rule sources seen lately: the same lists come with every delivery of a webhook. */
+const hashes = new Map<string, string>();
+const HASHES_KEPT = 2_000;
+function hashOf(source: string): string {
+  let hash = hashes.get(source);
+  if (hash === undefined) {
+    hash = ruleHash(source);
+    if (hashes.size >= HASHES_KEPT) hashes.clear();
+    hashes.set(source, hash);
+  }
+  return hash;
+}
+
 const toWire = (rules: readonly RuleSource[]): WireRule[] =>
-  rules.map((r) => ({ id: r.id, source: r.source, hash: ruleHash(r.source) }));
+  rules.map((r) => ({ id: r.id, source: r.source, hash: hashOf(r.source) }));
 
 /**
  * Starts the sandbox process and resolves once it is ready, or once it has failed to start (then
@@ -84,7 +105,8 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
   let nextId = 1;
   let retryTimer: NodeJS.Timeout | undefined;
   const queue: Job[] = [];
-  let inFlight: Job | null = null;
+  /** Sent and not yet answered, oldest first: the first is the one the sandbox is running. */
+  let inFlight: Job[] = [];
 
   function start(): Promise<void> {
     processStarts += 1;
@@ -133,7 +155,7 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
   function holdOpen(): void {
     const target = proc;
     if (!target || target.gone) return;
-    const busy = inFlight !== null || queue.length > 0;
+    const busy = inFlight.length > 0 || queue.length > 0;
     if (busy) {
       target.child.ref();
       target.child.channel?.ref();
@@ -149,19 +171,29 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
     target.child.kill('SIGKILL');
   }
 
+  /** The oldest unanswered job is the one running: its watchdog runs from when it became so. */
+  function armHead(target: Proc): void {
+    const head = inFlight[0];
+    if (head && head.timer === undefined) {
+      head.timer = setTimeout(() => kill(target, 'watchdog'), head.watchdogMs);
+    }
+  }
+
   function onReply(from: Proc, reply: Reply): void {
-    const job = inFlight;
+    // The sandbox answers in the order it was asked.
+    const job = inFlight[0];
     if (from !== proc || !job || job.id !== reply.id) return;
     clearTimeout(job.timer);
-    inFlight = null;
+    inFlight.shift();
     job.resolve(reply);
-    holdOpen();
     if ('recycle' in reply && reply.recycle) {
       logger.warn({ pid: from.child.pid }, 'rule sandbox has a stuck isolate; replacing the process');
       kill(from, 'recycle');
     } else {
+      armHead(from);
       pump();
     }
+    holdOpen();
   }
 
   function onExit(target: Proc, detail: string): void {
@@ -184,15 +216,28 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
       }
       return;
     }
-    const job = inFlight;
-    inFlight = null;
-    if (job) {
+    const unanswered = inFlight;
+    inFlight = [];
+    for (const job of unanswered) {
       clearTimeout(job.timer);
-      // A process that died on its own may have died before the job reached it (or of something
-      // else entirely): the job gets one more try in the new process before it counts as crashed.
-      if (target.killedFor === undefined && job.attempts < 2) queue.unshift(job);
-      else job.resolve(crashReply(job, target.killedFor === 'watchdog'));
+      job.timer = undefined;
     }
+    // The jobs behind the one running never ran to an answer: they go first in the new process,
+    // in order, their tries untouched.
+    const [head, ...again] = unanswered;
+    if (head) {
+      if (target.killedFor === 'recycle') {
+        // Killed for an isolate stuck under a job already answered: this one is not to blame.
+        again.unshift(head);
+      } else {
+        head.attempts += 1;
+        // A process that died on its own may have died before the job reached it (or of something
+        // else entirely): the job gets one more try in the new process before it counts as crashed.
+        if (target.killedFor === undefined && head.attempts < 2) again.unshift(head);
+        else head.resolve(crashReply(head, target.killedFor === 'watchdog'));
+      }
+    }
+    queue.unshift(...again);
     if (target.killedFor !== 'recycle' && target.killedFor !== 'close') {
       logger.warn({ detail, killedFor: target.killedFor }, 'rule sandbox process ended; restarting it');
     }
@@ -229,25 +274,24 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
   function pump(): void {
     const target = proc;
     // A process the host has started killing takes no more work, though its exit is still to come.
-    if (closed || inFlight || !target?.ready || target.gone || target.killedFor || queue.length === 0) return;
-    const job = queue.shift()!;
-    job.id = nextId++;
-    job.attempts += 1;
-    inFlight = job;
-    job.timer = setTimeout(() => kill(target, 'watchdog'), job.watchdogMs);
-    const message = { ...job.request, id: job.id } as HostMessage;
-    try {
-      target.child.send(message, (error) => {
-        if (error) kill(target, 'watchdog');
-      });
-    } catch (error) {
-      // Only a value that cannot be serialized throws here; the sandbox never saw it.
-      clearTimeout(job.timer);
-      inFlight = null;
-      job.reject(new TypeError(`the delivery cannot be sent to the sandbox: ${(error as Error).message}`));
-      holdOpen();
-      pump();
+    if (closed || !target?.ready || target.gone || target.killedFor) return;
+    while (queue.length > 0 && inFlight.length < IN_FLIGHT_MAX) {
+      const job = queue.shift()!;
+      job.id = nextId++;
+      inFlight.push(job);
+      const message = { ...job.request, id: job.id } as HostMessage;
+      try {
+        target.child.send(message, (error) => {
+          if (error) kill(target, 'watchdog');
+        });
+      } catch (error) {
+        // Only a value that cannot be serialized throws here; the sandbox never saw it.
+        inFlight.pop();
+        job.reject(new TypeError(`the delivery cannot be sent to the sandbox: ${(error as Error).message}`));
+      }
     }
+    armHead(target);
+    holdOpen();
   }
 
   function submit(request: Request, watchdogMs: number): Promise<Reply> {
@@ -326,10 +370,9 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
     clearTimeout(retryTimer);
     const error = unavailable('the rule engine is closed');
     for (const job of queue.splice(0)) job.reject(error);
-    if (inFlight) {
-      clearTimeout(inFlight.timer);
-      inFlight.reject(error);
-      inFlight = null;
+    for (const job of inFlight.splice(0)) {
+      clearTimeout(job.timer);
+      job.reject(error);
     }
     const target = proc;
     if (target && !target.gone) {

@@ -24,8 +24,8 @@ export interface Guard {
   budget(target: GuardTarget): Budget;
   /** Runs one call into the isolate under the budget; never rejects. */
   run<T>(target: GuardTarget, budget: Budget, call: (timeout: number) => Promise<T>): Promise<Guarded<T>>;
-  /** After a call returned: limits it crossed without being stopped mid-way. */
-  after(target: GuardTarget, budget: Budget): Promise<Guarded<void>>;
+  /** After a call returned (the isolate idle): limits it crossed without being stopped mid-way. */
+  after(target: GuardTarget, budget: Budget): Guarded<void>;
 }
 
 /**
@@ -112,13 +112,18 @@ export function createGuard(limits: SandboxLimits): Guard {
     });
   }
 
-  async function after(target: GuardTarget, budget: Budget): Promise<Guarded<void>> {
+  function after(target: GuardTarget, budget: Budget): Guarded<void> {
     if (cpuUsed(target, budget) > cpuBudgetNs) return { ok: false, ...cpu, stuck: false };
     // V8 lets a large string be allocated past the heap limit without tripping it (measured: a
-    // 100 MB string in a 16 MB isolate), so what the isolate holds is measured after each rule.
-    const heap = await run(target, budget, () => target.isolate.getHeapStatistics());
-    if (!heap.ok) return heap;
-    if (heap.value.used_heap_size + heap.value.externally_allocated_size > memoryLimitBytes) {
+    // 100 MB string in a 16 MB isolate), so what the isolate holds is measured after its call.
+    // The isolate is idle here, so the synchronous read takes its lock at once.
+    let heap: ivmModule.HeapStatistics;
+    try {
+      heap = target.isolate.getHeapStatisticsSync();
+    } catch (error) {
+      return { ok: false, ...classify(error, target), stuck: false };
+    }
+    if (heap.used_heap_size + heap.externally_allocated_size > memoryLimitBytes) {
       return { ok: false, ...memory, stuck: false };
     }
     return { ok: true, value: undefined };

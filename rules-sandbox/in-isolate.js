@@ -11,6 +11,7 @@
   const ObjectPrototype = Object.prototype;
   const PromisePrototype = Promise.prototype;
   const FunctionConstructor = Function;
+  const atomicStore = Atomics.store;
   const MESSAGE_MAX = 500;
 
   // Capabilities a rule has no use for, and the ones that would let one rule observe another:
@@ -73,6 +74,9 @@
 
   const registry = new Map();
   let current;
+  // Shared with the host (see share): the position of the rule running now, so that a call the
+  // host stops midway (deadline, CPU budget, memory) names its rule. Never reachable from a rule.
+  let position;
 
   const clip = (text) => (text.length > MESSAGE_MAX ? `${text.slice(0, MESSAGE_MAX - 1)}…` : text);
 
@@ -180,6 +184,35 @@
     },
     setDelivery(delivery) {
       current = deepFreeze(delivery);
+    },
+    share(buffer) {
+      position = new Int32Array(buffer);
+    },
+    // The whole list in one call: rules run in order until one decides, each a fresh function.
+    // The result carries the position of the rule it is about; before each rule runs, its
+    // position is written where the host can read it even if the call never returns.
+    evaluate(hashes, delivery) {
+      const frozen = deepFreeze(delivery);
+      const last = hashes.length - 1;
+      for (let i = 0; i <= last; i++) {
+        atomicStore(position, 0, i);
+        const made = instantiate(hashes[i]);
+        let step;
+        if (made.t !== 'ok') {
+          step = made;
+        } else {
+          try {
+            step = normalize(made.fn(frozen));
+          } catch (error) {
+            step = threw(error);
+          }
+        }
+        if (step.t !== 'continue' || i === last) {
+          step.i = i;
+          return step;
+        }
+      }
+      return { t: 'continue', i: last };
     },
     // A fresh function per delivery: whatever a rule keeps in its closure dies with the evaluation.
     run(hash, last) {

@@ -18,12 +18,17 @@ type Step =
   | { t: 'compile'; m: string }
   | { t: 'threw'; m: string; mem: boolean };
 
+/** What `evaluate` returns: the step of the rule at position `i` (the last one, when all continued). */
+type ListStep = Step & { i: number };
+
 interface Control {
   compile(hash: string, source: string): Step;
   check(hash: string): Step;
   forget(hash: string): void;
   setDelivery(delivery: RuleDelivery): void;
   run(hash: string, last: boolean): Step;
+  share(buffer: SharedArrayBuffer): void;
+  evaluate(hashes: readonly string[], delivery: RuleDelivery): ListStep;
 }
 
 type ControlRef<K extends keyof Control> = ivmModule.Reference<Control[K]>;
@@ -36,6 +41,9 @@ interface Live {
   readonly forget: ControlRef<'forget'>;
   readonly setDelivery: ControlRef<'setDelivery'>;
   readonly run: ControlRef<'run'>;
+  readonly evaluate: ControlRef<'evaluate'>;
+  /** Written by the isolate before each rule of `evaluate` runs: that rule's position (-1 before). */
+  readonly position: Int32Array;
   /** Hashes compiled in this isolate, least recently used first. */
   readonly compiled: Map<string, true>;
   disposedByUs: boolean;
@@ -73,6 +81,10 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
       script.release();
       const get = async <K extends keyof Control>(key: K) =>
         (await control.get(key, { reference: true })) as ControlRef<K>;
+      const position = new Int32Array(new SharedArrayBuffer(4));
+      const share = await get('share');
+      await share.apply(undefined, [position.buffer], { arguments: { copy: true }, timeout: 2_000 });
+      share.release();
       const made: Live = {
         isolate,
         context,
@@ -81,6 +93,8 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
         forget: await get('forget'),
         setDelivery: await get('setDelivery'),
         run: await get('run'),
+        evaluate: await get('evaluate'),
+        position,
         compiled: new Map(),
         disposedByUs: false,
       };
@@ -147,15 +161,16 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
     message: clip(message),
   });
 
-  async function evaluateOn(
+  /**
+   * Every rule of the list compiles before any runs: a list with a broken rule faults whatever
+   * the delivery, rather than only when evaluation happens to reach that rule. Null: all compiled.
+   */
+  async function compileAll(
     target: Live,
+    budget: Budget,
     rules: readonly WireRule[],
-    delivery: RuleDelivery,
-  ): Promise<{ outcome: Outcome; stuck: boolean }> {
-    const budget = guard.budget(target);
-    const refs = rules.map((rule, index): RuleRef => ({ id: rule.id, index }));
-    // Every rule of the list compiles before any runs: a list with a broken rule faults whatever
-    // the delivery, rather than only when evaluation happens to reach that rule.
+    refs: readonly RuleRef[],
+  ): Promise<{ outcome: Outcome; stuck: boolean } | null> {
     for (const [index, rule] of rules.entries()) {
       const ref = refs[index]!;
       const compiled = await ensureCompiled(target, budget, rule);
@@ -168,6 +183,104 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
         };
       }
     }
+    return null;
+  }
+
+  /** What a rule's step comes to. */
+  function decide(step: Step, ref: RuleRef): Outcome | null {
+    switch (step.t) {
+      case 'continue':
+        return null;
+      case 'route': {
+        const problem = routeQueueProblem(step.q);
+        if (problem) return fault(ref, 'invalid', `invalid action: ${problem}`);
+        return { kind: 'routed', queue: step.q, rule: ref };
+      }
+      case 'drop':
+        return { kind: 'dropped', rule: ref };
+      case 'quarantine':
+        return { kind: 'held', rule: ref };
+      case 'invalid':
+        return fault(ref, 'invalid', step.m);
+      case 'compile':
+        return fault(ref, 'compile', step.m);
+      case 'threw':
+        return fault(ref, step.mem ? 'memory' : 'threw', step.m);
+      case 'ok':
+        return fault(ref, 'crashed', 'sandbox protocol error');
+      default: {
+        const never: never = step;
+        return fault(ref, 'crashed', `sandbox protocol error: ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /**
+   * The list in one call into the isolate (one crossing of threads, not two for each rule): the
+   * delivery is copied in, the rules run in order, and the limits are checked around the call as
+   * around each rule before. A call stopped midway names the rule at the position the isolate last
+   * wrote. `trace`: the heap was over its limit after several rules ran, so which rule to blame is
+   * found by evaluating again one rule at a time (evaluateStepwise).
+   */
+  async function evaluateOn(
+    target: Live,
+    rules: readonly WireRule[],
+    delivery: RuleDelivery,
+  ): Promise<{ outcome: Outcome; stuck: boolean; trace?: boolean }> {
+    const budget = guard.budget(target);
+    const refs = rules.map((rule, index): RuleRef => ({ id: rule.id, index }));
+    const broken = await compileAll(target, budget, rules, refs);
+    if (broken) return broken;
+    Atomics.store(target.position, 0, -1);
+    const ran = await guard.run(target, budget, (timeout) =>
+      target.evaluate.apply(undefined, [rules.map((rule) => rule.hash), delivery], {
+        arguments: { copy: true },
+        result: { copy: true },
+        timeout,
+      }),
+    );
+    if (!ran.ok) {
+      const at = Atomics.load(target.position, 0);
+      const ref = refs[at];
+      if (!ref) {
+        return {
+          outcome: fault(
+            null,
+            ran.reason,
+            `the delivery could not be copied into the sandbox: ${ran.message}`,
+          ),
+          stuck: ran.stuck,
+        };
+      }
+      return { outcome: fault(ref, ran.reason, ran.message), stuck: ran.stuck };
+    }
+    const step = ran.value as ListStep;
+    const ref = refs[step.i];
+    if (!ref) return { outcome: fault(null, 'crashed', 'sandbox protocol error'), stuck: false };
+    const checked = guard.after(target, budget);
+    if (!checked.ok) {
+      return {
+        outcome: fault(ref, checked.reason, checked.message),
+        stuck: checked.stuck,
+        trace: checked.reason === 'memory' && step.i > 0,
+      };
+    }
+    return { outcome: decide(step, ref) ?? { kind: 'default' }, stuck: false };
+  }
+
+  /**
+   * The list one rule per call, the heap measured after each: what evaluation did before it ran in
+   * one call, kept to find the rule a memory overrun seen only after the list belongs to.
+   */
+  async function evaluateStepwise(
+    target: Live,
+    rules: readonly WireRule[],
+    delivery: RuleDelivery,
+  ): Promise<{ outcome: Outcome; stuck: boolean }> {
+    const budget = guard.budget(target);
+    const refs = rules.map((rule, index): RuleRef => ({ id: rule.id, index }));
+    const broken = await compileAll(target, budget, rules, refs);
+    if (broken) return broken;
     const copied = await guard.run(target, budget, (timeout) =>
       target.setDelivery.apply(undefined, [delivery], { arguments: { copy: true }, timeout }),
     );
@@ -191,37 +304,10 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
         }),
       );
       if (!ran.ok) return { outcome: fault(ref, ran.reason, ran.message), stuck: ran.stuck };
-      const checked = await guard.after(target, budget);
+      const checked = guard.after(target, budget);
       if (!checked.ok) return { outcome: fault(ref, checked.reason, checked.message), stuck: checked.stuck };
-      const step = ran.value as Step;
-      switch (step.t) {
-        case 'continue':
-          continue;
-        case 'route': {
-          const problem = routeQueueProblem(step.q);
-          if (problem) return { outcome: fault(ref, 'invalid', `invalid action: ${problem}`), stuck: false };
-          return { outcome: { kind: 'routed', queue: step.q, rule: ref }, stuck: false };
-        }
-        case 'drop':
-          return { outcome: { kind: 'dropped', rule: ref }, stuck: false };
-        case 'quarantine':
-          return { outcome: { kind: 'held', rule: ref }, stuck: false };
-        case 'invalid':
-          return { outcome: fault(ref, 'invalid', step.m), stuck: false };
-        case 'compile':
-          return { outcome: fault(ref, 'compile', step.m), stuck: false };
-        case 'threw':
-          return { outcome: fault(ref, step.mem ? 'memory' : 'threw', step.m), stuck: false };
-        case 'ok':
-          return { outcome: fault(ref, 'crashed', 'sandbox protocol error'), stuck: false };
-        default: {
-          const never: never = step;
-          return {
-            outcome: fault(ref, 'crashed', `sandbox protocol error: ${JSON.stringify(never)}`),
-            stuck: false,
-          };
-        }
-      }
+      const decided = decide(ran.value as Step, ref);
+      if (decided) return { outcome: decided, stuck: false };
     }
     return { outcome: { kind: 'default' }, stuck: false };
   }
@@ -239,10 +325,24 @@ export function createIsolateRunner(ivm: Ivm, limits: SandboxLimits): IsolateRun
         recycle: true,
       };
     }
-    const { outcome, stuck } = await evaluateOn(target, rules, delivery);
+    let { outcome, stuck, trace } = await evaluateOn(target, rules, delivery);
     if (outcome.kind === 'faulted') {
       counts.faults += 1;
       retire(target, stuck);
+    }
+    if (trace && !stuck) {
+      // Which of the rules that ran left the heap over its limit: the same list again in a fresh
+      // isolate, measured after each rule. A list that does not overrun again keeps the first
+      // finding (the last rule that ran).
+      const fresh = await current().catch(() => null);
+      if (fresh) {
+        const traced = await evaluateStepwise(fresh, rules, delivery);
+        if (traced.outcome.kind === 'faulted') {
+          retire(fresh, traced.stuck);
+          stuck = traced.stuck;
+          if (traced.outcome.reason === 'memory') outcome = traced.outcome;
+        }
+      }
     }
     return { outcome, recycle: stuck };
   }

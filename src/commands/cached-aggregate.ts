@@ -2,13 +2,63 @@ import type { DomainEvent } from '../domain/events.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { type Aggregate, type Folder, readAggregate } from './handle-command.ts';
 
+/** A stream's revision being asked for, and the ask that waits for it to end. */
+interface Check {
+  running: Promise<bigint> | undefined;
+  next: Promise<bigint> | undefined;
+}
+
+/** The checks under way, by store and stream: every cached aggregate of a store shares them. */
+const checksOf = new WeakMap<EventStore, Map<string, Check>>();
+
+const ignore = () => {};
+
+/**
+ * The stream's current revision, asked after this call began. Concurrent callers share one ask:
+ * a caller that finds an ask already sent waits for it to end and shares the next one (an answer
+ * read before the call began could miss a commit made just before it), so under load a stream's
+ * revision is asked about once a round trip instead of once a request, and every answer is still
+ * read after its caller arrived.
+ */
+export function currentRevision(store: EventStore, streamId: string): Promise<bigint> {
+  let checks = checksOf.get(store);
+  if (!checks) {
+    checks = new Map();
+    checksOf.set(store, checks);
+  }
+  const all = checks;
+  let check = all.get(streamId);
+  if (!check) {
+    check = { running: undefined, next: undefined };
+    all.set(streamId, check);
+  }
+  const c = check;
+  const run = (): Promise<bigint> => {
+    const asked = store.streamInfo(streamId).then((info) => info.revision);
+    c.running = asked;
+    const done = () => {
+      if (c.running === asked) c.running = undefined;
+      if (!c.running && !c.next && all.get(streamId) === c) all.delete(streamId);
+    };
+    asked.then(done, done);
+    return asked;
+  };
+  if (!c.running) return run();
+  c.next ??= c.running.then(ignore, ignore).then(() => {
+    c.next = undefined;
+    return run();
+  });
+  return c.next;
+}
+
 /**
  * An aggregate folded once and kept, checked against its stream's current revision on every load:
  * a stream's events never change, so the same revision is the same state. A load costs one small
- * query (the revision) instead of reading and decoding every event of the stream, and it is exactly
- * as fresh as reading the stream: a state older than the stream's revision is never returned, so a
- * revoke, a rotation or a rule change is seen by the first load after its commit. A stream that
- * retention truncates is not for this (its events change under the same revision).
+ * query (the revision, shared by the loads that wait for it together: `currentRevision`) instead
+ * of reading and decoding every event of the stream, and it is exactly as fresh as reading the
+ * stream: a state older than the stream's revision is never returned, so a revoke, a rotation or a
+ * rule change is seen by the first load after its commit. A stream that retention truncates is not
+ * for this (its events change under the same revision).
  */
 export function createCachedAggregate<S, E extends DomainEvent>(
   store: EventStore,
@@ -21,7 +71,7 @@ export function createCachedAggregate<S, E extends DomainEvent>(
   return async function load(streamId: string): Promise<Aggregate<S>> {
     const held = kept.get(streamId);
     if (held) {
-      const { revision } = await store.streamInfo(streamId);
+      const revision = await currentRevision(store, streamId);
       if (revision === held.revision) return held;
     }
     const fresh = await readAggregate(store, streamId, decider);

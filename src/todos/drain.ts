@@ -46,6 +46,21 @@ const newLeaseId = (): string => `ls_${randomBytes(15).toString('base64url')}`;
 /** How long this process remembers a todo it saw claimed, so claim_next skips it before the read model knows. */
 const CLAIMED_MEMORY_MS = 30_000;
 
+/** How many of the todos kept by this process one claim_next considers besides the read model's. */
+const KEPT_CANDIDATES = 64;
+
+/** claim_next's first page of candidates from the read model. */
+const FIRST_PAGE = 128;
+
+interface Candidate {
+  readonly createdAt: Date;
+  readonly id: string;
+}
+
+/** claim_next's order: the oldest first, then by id. */
+const oldestFirst = (a: Candidate, b: Candidate): number =>
+  a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated' && e.type !== 'TodoMoved';
 
 /**
@@ -151,7 +166,8 @@ export function createDrain(deps: DrainDeps) {
       const tryClaim = async (todoId: string): Promise<Moved | undefined> => {
         const claim: Decide<TodoState, TodoEvent> = (state, now) => {
           if (state.status !== 'pending') {
-            if (state.status === 'claimed') remember(todoId);
+            // Claimed, or ended (never pending again): skipped until the read model says so.
+            if (state.status !== 'none') remember(todoId);
             return [];
           }
           const leaseId = newLeaseId();
@@ -176,19 +192,35 @@ export function createDrain(deps: DrainDeps) {
         }
       };
 
-      let cursor: { readonly createdAt: Date; readonly id: string } | undefined;
-      // The first page is small (the usual case: the oldest is free); past it the read model is
-      // lagging behind claims, so read further ahead per query.
-      for (let limit = 32; ; limit = 256) {
+      const skip = (todoId: string) => seenClaimed(todoId) || inFlight.has(todoId);
+      // The todos this process handed off (or made pending again) are candidates before the read
+      // model has them: the doorbell rings when the hand-off commits, and the agent it wakes must
+      // find the todo then, not once the todos projection has caught up.
+      const kept_ = kept
+        .pending(caller.endpointId, command.queues, KEPT_CANDIDATES, skip)
+        .map((t) => ({ id: t.id, createdAt: t.createdAt }))
+        .sort(oldestFirst);
+      let k = 0;
+      const tried = new Set<string>();
+      let cursor: Candidate | undefined;
+      // The first page holds the todos claimed lately that the read model still shows as pending
+      // (it follows the claims by tens of milliseconds): past it, read further ahead per query.
+      for (let limit = FIRST_PAGE; ; limit = 256) {
         const page = await pendingCandidates(deps.db, {
           endpointId: caller.endpointId,
           queues: command.queues,
           after: cursor,
           limit,
         });
-        for (const candidate of page) {
-          cursor = candidate;
-          if (seenClaimed(candidate.id) || inFlight.has(candidate.id)) continue;
+        cursor = page.length === limit ? page[page.length - 1] : undefined;
+        // The kept ones up to the end of this page (all that are left after the last page), in order.
+        const merged = [...page];
+        while (k < kept_.length && (!cursor || oldestFirst(kept_[k]!, cursor) <= 0)) merged.push(kept_[k++]!);
+        if (merged.length > page.length) merged.sort(oldestFirst);
+        for (const candidate of merged) {
+          if (tried.has(candidate.id)) continue;
+          tried.add(candidate.id);
+          if (skip(candidate.id)) continue;
           inFlight.add(candidate.id);
           try {
             const won = await tryClaim(candidate.id);
@@ -197,7 +229,7 @@ export function createDrain(deps: DrainDeps) {
             inFlight.delete(candidate.id);
           }
         }
-        if (page.length < limit) return null;
+        if (!cursor) return null;
       }
     },
 

@@ -61,6 +61,35 @@ describe('sandbox process', () => {
     expect((await engine.stats()).processStarts).toBe(3);
   });
 
+  it('evaluates the ones sent behind a dying evaluation in the new process, without using their retry', async () => {
+    const engine = await engineWith({ deadlineMs: 1_500, cpuBudgetMs: 20_000 });
+    const { pid, processStarts } = await engine.stats();
+    const running = engine.evaluate([rule('() => { for (;;) {} }', 'spin')], delivery());
+    const behind = Array.from({ length: 3 }, () => engine.evaluate([healthyRule], delivery()));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(pid!, 'SIGKILL');
+    expect(await running).toMatchObject({ kind: 'faulted', reason: 'timeout', rule: { id: 'spin' } });
+    for (const outcome of await Promise.all(behind)) {
+      expect(outcome).toMatchObject({ kind: 'routed', queue: 'ok' });
+    }
+    expect((await engine.stats()).processStarts).toBe(processStarts + 1);
+  });
+
+  it('charges each evaluation only for the deaths of the process while it was the one running', async () => {
+    const engine = await engineWith({
+      childModule: new URL('./fixtures/crashing-sandbox.ts', import.meta.url),
+    });
+    const outcomes = await Promise.all([
+      engine.evaluate([healthyRule], delivery()),
+      engine.evaluate([healthyRule], delivery()),
+    ]);
+    for (const outcome of outcomes) {
+      expect(outcome).toMatchObject({ kind: 'faulted', reason: 'crashed', rule: null });
+    }
+    // Two tries each: the first process, then one death for each try of each evaluation.
+    expect((await engine.stats()).processStarts).toBe(5);
+  });
+
   it('keeps faults to their own evaluation when many are queued together', async () => {
     const engine = await engineWith({ deadlineMs: 250, cpuBudgetMs: 250 });
     const hostile = [

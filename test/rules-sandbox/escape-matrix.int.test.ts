@@ -20,11 +20,18 @@ afterAll(async () => {
   await Promise.all(Object.values(engines).map((e) => e.close()));
 });
 
-async function expectFault(engine: RuleEngine, source: string, reason: FaultReason, message?: RegExp) {
-  const outcome = await engine.evaluate(
-    [rule("() => 'continue'", 'before'), rule(source, 'hostile')],
-    delivery(),
-  );
+async function expectFault(
+  engine: RuleEngine,
+  source: string,
+  reason: FaultReason,
+  message?: RegExp,
+  options: { followed?: boolean } = {},
+) {
+  // `followed`: a deciding rule comes after the hostile one, so the fault must name the rule that
+  // was running, not the list's last.
+  const list = [rule("() => 'continue'", 'before'), rule(source, 'hostile')];
+  if (options.followed) list.push(rule("() => ({ route: 'after' })", 'after'));
+  const outcome = await engine.evaluate(list, delivery());
   expect(outcome).toMatchObject({ kind: 'faulted', reason, rule: { id: 'hostile', index: 1 } });
   if (message) expect(outcome.kind === 'faulted' && outcome.message).toMatch(message);
   expect(engine.health()).toBe('ok');
@@ -123,5 +130,46 @@ describe('escapes and errors', () => {
   it('faults a rule that no longer compiles', async () => {
     // As an upgrade might leave a stored rule: valid once, not now (here: a syntax error).
     await expectFault(engines.deadline, '(d) => d.payload?.[', 'compile', /SyntaxError/);
+  });
+});
+
+// The list runs in one call into the isolate; a fault must still name the rule that caused it when
+// rules follow it in the list.
+describe('a fault in the middle of a list', () => {
+  const followed = { followed: true };
+
+  it('names the rule the deadline stopped', async () => {
+    await expectFault(engines.deadline, '(d) => { while (1) {} }', 'timeout', /250 ms deadline/, followed);
+  });
+
+  it('names the rule the CPU budget stopped', async () => {
+    await expectFault(engines.cpu, '(d) => { for (;;) {} }', 'cpu', /CPU budget of 150 ms/, followed);
+  });
+
+  it('names the rule that left the heap over its limit, not the one that decided after it', async () => {
+    await expectFault(
+      engines.memory,
+      "(d) => { const s = 'x'.repeat(100 * 1024 * 1024); return s.slice(-1) === 'x' ? 'continue' : 'continue'; }",
+      'memory',
+      /16 MB memory limit/,
+      followed,
+    );
+  });
+
+  it('names the rule that threw', async () => {
+    await expectFault(engines.deadline, "(d) => { throw new Error('mid'); }", 'threw', /mid/, followed);
+  });
+});
+
+describe('a delivery the isolate cannot hold', () => {
+  it('faults on memory naming no rule, and the next evaluation runs', async () => {
+    const huge = delivery({ payload: Array.from({ length: 300_000 }, (_, i) => ({ i })) as never });
+    const outcome = await engines.memory.evaluate(
+      [rule("() => 'continue'", 'first'), rule("() => ({ route: 'ok' })", 'second')],
+      huge,
+    );
+    expect(outcome).toMatchObject({ kind: 'faulted', reason: 'memory', rule: null });
+    expect(outcome.kind === 'faulted' && outcome.message).toMatch(/could not be copied into the sandbox/);
+    expect(await engines.memory.evaluate([healthyRule], delivery())).toMatchObject({ kind: 'routed' });
   });
 });

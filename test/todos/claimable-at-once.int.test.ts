@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentRevision } from '../../src/commands/cached-aggregate.ts';
+import { readAggregate } from '../../src/commands/handle-command.ts';
+import { loadConfig } from '../../src/config.ts';
+import { endpointDecider } from '../../src/domain/endpoint/decide.ts';
+import { endpointStream } from '../../src/domain/endpoint/events.ts';
+import { type EndpointFacts, factsOf } from '../../src/domain/endpoint/state.ts';
+import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
+import { todoStream } from '../../src/domain/todo/events.ts';
+import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
+import { newId } from '../../src/ids.ts';
+import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { createDrain } from '../../src/todos/drain.ts';
+import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
+import { createKeptTodos } from '../../src/todos/kept.ts';
+import { pushTodo } from '../../src/todos/push.ts';
+import { readStream } from '../http/api/client.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+
+const hasPg = await postgresAvailable();
+
+/**
+ * A todo is claimable from the commit of its hand-off, not from the moment the todos read model
+ * has it: the doorbell rings at the commit, and the agent it wakes must find the todo then. And the
+ * revision checks that concurrent requests share are each read after their request began.
+ */
+describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let runtime: Runtime;
+  beforeAll(async () => {
+    database = await createTestDatabase('hookline_claimable_at_once');
+    runtime = await createRuntime(
+      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
+    );
+  });
+  afterAll(async () => {
+    await runtime?.close();
+    await database?.drop();
+  });
+
+  const vend = () =>
+    vendEndpoint(
+      { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
+      {
+        operator: 'alice',
+        human: 'alice',
+        name: 'claimable',
+        queues: ['inbox'],
+        verbs: [...ALL_VERBS],
+        expiresAt: null,
+        replayTargets: [],
+      },
+    );
+
+  it('a revision asked while an older ask is under way is read after the caller began', async () => {
+    const { store, clock } = runtime;
+    const ep = await vend();
+    const stream = endpointStream(ep.endpointId);
+    const before = (await store.streamInfo(stream)).revision;
+    // The store's own streamInfo, counted, and the first answer held back until released.
+    let asks = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const counted = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key !== 'streamInfo') return Reflect.get(target, key, receiver);
+        return async (streamId: string) => {
+          asks++;
+          const info = await target.streamInfo(streamId);
+          if (asks === 1) await held;
+          return info;
+        };
+      },
+    }) as EventStore;
+
+    const first = currentRevision(counted, stream);
+    await new Promise((r) => setTimeout(r, 20)); // the first ask has been answered, and is held
+    await revokeEndpoint({ store, clock }, { ref: ep.slug, operator: 'alice', human: 'alice' });
+    const after = (await store.streamInfo(stream)).revision;
+    expect(after).toBeGreaterThan(before);
+    // Asked after the revoke committed, while the first ask is still under way: eight callers
+    // share one ask, sent once the first ends, and all see the revoke.
+    const later = Array.from({ length: 8 }, () => currentRevision(counted, stream));
+    release();
+    expect(await first).toBe(before);
+    expect(await Promise.all(later)).toEqual(Array(8).fill(after));
+    expect(asks).toBe(2);
+  });
+
+  it('claim_next takes a todo handed off here before the read model has it, after the older ones', async () => {
+    const { store, clock, db } = runtime;
+    const ep = await vend();
+    const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
+    const recorder = createDeliveryRecorder({ store, clock });
+    const followUps = createFollowUps({ logger: runtime.logger });
+    // An older todo that the read model has.
+    const older = await pushTodo(
+      { store, clock, recorder, followUps },
+      {
+        ref: ep.slug,
+        operator: 'alice',
+        human: 'alice',
+        title: 'older',
+        queue: undefined,
+        kind: 'k',
+        payload: null,
+        key: null,
+        sourceIp: null,
+        headers: {},
+      },
+    );
+    await runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 10_000 });
+    await runtime.projections.stop(); // the read model stays where it is from here on
+
+    const endpoint = factsOf(
+      (await readAggregate(store, endpointStream(ep.endpointId), endpointDecider)).state as EndpointFacts & {
+        status: 'active';
+      },
+    );
+    const todoId = newId('td');
+    const handOff: HandOff = {
+      todo: {
+        todoId,
+        endpoint,
+        queue: 'inbox',
+        kind: 'webhook',
+        title: 'fresh',
+        payload: { n: 1 },
+        key: null,
+        source: `webhook:${ep.webhookId}`,
+        human: `webhook:${ep.webhookId}`,
+      },
+      facts: [],
+    };
+    const now = clock.now();
+    const recorded = await recorder.record(
+      {
+        payload: new TextEncoder().encode('{"n":1}'),
+        provider: `webhook:${ep.webhookId}`,
+        family: 'webhook',
+        trust_mode: 'token',
+        verified: false,
+        verify_detail: 'token ok',
+        event_type: 'deploy',
+        external_id: null,
+        content_type: 'application/json',
+        source_ip: null,
+        headers: {},
+        route: {
+          endpoint_id: ep.endpointId,
+          slug: ep.slug,
+          queue: 'inbox',
+          todo_id: todoId,
+          kind: 'webhook',
+        },
+      },
+      handOffAppends(handOff, 'stamped', now),
+    );
+    const keptTodos = createKeptTodos();
+    keptTodos.keep(todoId, { state: handedOffTodo(handOff, recorded.ack.id, now)!, revision: 0n }, 7);
+
+    const rows = await db
+      .selectFrom('todos')
+      .select(['id', 'state'])
+      .where('endpoint_id', '=', ep.endpointId)
+      .execute();
+    expect(rows).toEqual([{ id: older.id, state: 'pending' }]); // the fresh todo is not in the read model
+
+    const here = createDrain({ store, clock, db, kept: keptTodos });
+    const claim = { queues: ['inbox'], sessionId: null, leaseMs: 60_000 };
+    const first = await here.claimNext(caller, claim);
+    expect(first?.todo.id).toBe(older.id); // the oldest first
+    const second = await here.claimNext(caller, claim);
+    expect(second?.todo.id).toBe(todoId);
+    expect(second?.todo.status).toBe('claimed');
+    expect(await here.claimNext(caller, claim)).toBeNull();
+    // A drain that kept nothing goes by the read model alone: nothing it can take.
+    expect(await createDrain({ store, clock, db }).claimNext(caller, claim)).toBeNull();
+    const claims = (await readStream(store, todoStream(todoId))).filter((e) => e.type === 'TodoClaimed');
+    expect(claims).toHaveLength(1);
+  });
+});
