@@ -6,6 +6,7 @@ import type { LiveHub } from '../live/hub.ts';
 import {
   createSseWriter,
   type SerializedBatch,
+  type SseSink,
   type SseWriter,
   serializeBatch,
   sseFrame,
@@ -235,8 +236,17 @@ export function streamPlugin(deps: StreamDeps) {
         res.flushHeaders();
         const socket = res.socket;
         if (!socket) return;
+        const sink: SseSink = {
+          write: (chunk) => socket.write(chunk),
+          get writableLength() {
+            return socket.writableLength;
+          },
+          destroy: () => socket.destroy(),
+          // The response ends as before: the server closes the connection once what was written is sent.
+          end: () => res.end(),
+        };
         const client: Client = {
-          writer: createSseWriter(socket, maxBufferBytes, () => {
+          writer: createSseWriter(sink, maxBufferBytes, () => {
             clients.delete(client);
             deps.logger.info('stream: slow client dropped');
           }),
