@@ -104,7 +104,7 @@ function runGroup(init: GroupInit): void {
    * The group's read buffer: every socket of the group reads into it (`onread`), one read at a time
    * on this thread, so no Buffer is allocated per read; what a read leaves of an unfinished frame is
    * copied out. Measured against a reader that decoded each read to a latin1 string and searched
-   * that: about a quarter less user CPU a read (bench/README.md, issue 22).
+   * that: about a fifth less user CPU a reception (bench/README.md, issue 22).
    */
   const readBuffer = Buffer.allocUnsafe(256 * 1024);
 
