@@ -56,6 +56,8 @@ export const providersProjection: Projection = {
   name: 'providers',
   version: 1,
   tables: ['providers'],
+  // Every delivery is one more row or counter: under ingest, fewer and larger batches (engine/types.ts).
+  batchGrows: true,
   createTables: createProviderTables,
   handles: (e) =>
     (e.streamId === DELIVERIES_STREAM && e.type === DELIVERY_RECEIVED) ||

@@ -15,6 +15,8 @@ export const streamStatsProjection: Projection = {
   name: 'stream_stats',
   version: 1,
   tables: ['stream_stats'],
+  // Every delivery is one more row or counter: under ingest, fewer and larger batches (engine/types.ts).
+  batchGrows: true,
 
   createTables: createStreamStatsTables,
 

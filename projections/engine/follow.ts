@@ -1,15 +1,29 @@
-import { bufferTime, concatMap, filter, from, type Observable, Subscription, tap } from 'rxjs';
+import { bufferWhen, concatMap, defer, filter, from, type Observable, Subscription, tap, timer } from 'rxjs';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { FeedAheadError } from './feed.ts';
 
 export type LiveOutcome = 'aborted' | 'overflow' | 'completed' | 'behind';
 
+export interface LiveBatching {
+  /** Live events are gathered this long before a batch is applied (the window when not busy). */
+  readonly batchMs: number;
+  /** A busy projection's window grows up to this (equal to `batchMs`: it never grows). */
+  readonly batchMaxMs: number;
+  /** A batch that applied at least this many events makes the projection busy. */
+  readonly busyEvents: number;
+  readonly batchSize: number;
+  readonly maxBuffered: number;
+}
+
 export interface FollowLiveArgs {
   readonly source: Observable<RecordedEvent>;
   readonly signal: AbortSignal;
-  readonly options: { readonly batchMs: number; readonly batchSize: number; readonly maxBuffered: number };
-  /** Applies one batch (retrying it until it commits); rejects only on a moved checkpoint or an abort. */
-  apply(batch: readonly RecordedEvent[]): Promise<void>;
+  readonly options: LiveBatching;
+  /**
+   * Applies one batch (retrying it until it commits) and resolves with how many of its events the
+   * projection applied; rejects only on a moved checkpoint or an abort.
+   */
+  apply(batch: readonly RecordedEvent[]): Promise<number>;
   /** Whether a lazily kept checkpoint waits to be written (idle ticks are then passed to `tick`). */
   pendingCheckpoint(): boolean;
   tick(): Promise<void>;
@@ -18,11 +32,25 @@ export interface FollowLiveArgs {
 const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError';
 
 /**
- * A worker's live phase: events in batches of up to `batchSize` or every `batchMs` (RxJS
- * bufferTime), applied one batch at a time (concatMap). Resolves when aborted, when the source
- * completes (the store closed), when the writer falls `maxBuffered` events behind ('overflow': the
- * caller catches up by reading, so memory stays bounded), or when the shared feed is already past
- * the writer ('behind'); rejects on any other failure. The batch in flight always finishes first.
+ * The window after a batch that applied `applied` events: doubled (up to `batchMaxMs`) while the
+ * projection is busy, back to `batchMs` at once when it is not. Each batch is a transaction with a
+ * cost of its own (BEGIN, the checkpoint's compare-and-set, the projection's statements, COMMIT),
+ * so under a busy log fewer, larger batches cost less per event; when the log is quiet the short
+ * window keeps read-your-writes and the live screens' settling fast.
+ */
+export function nextWindow(current: number, applied: number, o: LiveBatching): number {
+  if (applied < o.busyEvents || o.batchMaxMs <= o.batchMs) return o.batchMs;
+  return Math.min(Math.max(current, o.batchMs) * 2, o.batchMaxMs);
+}
+
+/**
+ * A worker's live phase: events gathered for a window (`nextWindow`) and applied one batch at a
+ * time (concatMap), at most `batchSize` events a transaction. A window also waits for the batch in
+ * flight, so events that arrive while a slow batch commits are applied together after it instead
+ * of as a queue of small batches. Resolves when aborted, when the source completes (the store
+ * closed), when the writer falls `maxBuffered` events behind ('overflow': the caller catches up by
+ * reading, so memory stays bounded), or when the shared feed is already past the writer
+ * ('behind'); rejects on any other failure. The batch in flight always finishes first.
  */
 export function followLive(args: FollowLiveArgs): Promise<LiveOutcome> {
   const { signal, options } = args;
@@ -30,6 +58,7 @@ export function followLive(args: FollowLiveArgs): Promise<LiveOutcome> {
     const sub = new Subscription();
     let buffered = 0;
     let inflight: Promise<void> = Promise.resolve();
+    let windowMs = options.batchMs;
     let settled = false;
     const settle = (outcome: LiveOutcome | { error: unknown }) => {
       if (settled) return;
@@ -45,22 +74,34 @@ export function followLive(args: FollowLiveArgs): Promise<LiveOutcome> {
     };
     const onAbort = () => settle('aborted');
     signal.addEventListener('abort', onAbort);
+
+    /** Applies `batch` in transactions of at most `batchSize` events, then sets the next window. */
+    const applyAll = async (batch: readonly RecordedEvent[]): Promise<void> => {
+      let applied = 0;
+      for (let start = 0; start < batch.length; start += options.batchSize) {
+        const part = batch.slice(start, start + options.batchSize);
+        try {
+          applied += await args.apply(part);
+        } finally {
+          buffered -= part.length;
+        }
+      }
+      windowMs = nextWindow(windowMs, applied, options);
+    };
+
     sub.add(
       args.source
         .pipe(
           tap(() => {
             if (++buffered > options.maxBuffered) settle('overflow');
           }),
-          bufferTime(options.batchMs, null, options.batchSize),
+          // The window starts when the previous batch is handed on, and closes once it has passed
+          // and that batch has committed.
+          bufferWhen(() => timer(windowMs).pipe(concatMap(() => defer(() => inflight.catch(() => {}))))),
           // An empty buffer is an idle tick: the time to write a lazily kept checkpoint.
           filter((batch) => batch.length > 0 || args.pendingCheckpoint()),
           concatMap((batch) => {
-            inflight =
-              batch.length === 0
-                ? args.tick()
-                : args.apply(batch).finally(() => {
-                    buffered -= batch.length;
-                  });
+            inflight = batch.length === 0 ? args.tick() : applyAll(batch);
             return from(inflight);
           }),
         )

@@ -30,6 +30,13 @@ export interface Projection {
    * earlier batch. Default: no event commutes (batches apply one after another).
    */
   commutes?(event: Pick<RecordedEvent, 'streamId' | 'type'>): boolean;
+  /**
+   * Under a busy log (a live batch of at least the runner's `busyEvents`) the live window may grow,
+   * doubling per busy batch up to the runner's `batchMaxMs`, so the projection commits fewer,
+   * larger batches; it returns to `batchMs` after the first batch that is not busy. Leave it unset
+   * for a read model whose readers wait on it under load (a claim, a doorbell). Default: false.
+   */
+  readonly batchGrows?: boolean;
   /** Applies events in `$all` order. `db` is the open transaction, schema-scoped. */
   apply(db: Kysely<Database>, events: readonly RecordedEvent[]): Promise<void>;
 }

@@ -15,6 +15,10 @@ export interface WorkerOptions {
   readonly batchSize: number;
   /** Live events are gathered this long before a batch is applied. */
   readonly batchMs: number;
+  /** The longest window of a busy projection that lets its batches grow (Projection.batchGrows). */
+  readonly batchMaxMs: number;
+  /** A live batch that applied at least this many events makes such a projection busy (follow.ts). */
+  readonly busyEvents: number;
   /** Live events buffered ahead of the writer before it drops the subscription and catches up by reading. */
   readonly maxBuffered: number;
   readonly retryMinMs: number;
@@ -127,13 +131,17 @@ export function createWorker(deps: WorkerDeps): Worker {
    * pool that ingestion uses. Until then this process's position runs ahead of the
    * row; after a crash the ignored events are read again, which changes nothing.
    */
-  async function applyBatch(batch: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
+  async function applyBatch(batch: readonly RecordedEvent[], signal: AbortSignal): Promise<number> {
     const to = batch[batch.length - 1]!.position;
     const handled = projection.handles ? batch.filter((e) => projection.handles!(e)) : batch;
-    if (handled.length > 0) return commit(to, handled, signal);
+    if (handled.length > 0) {
+      await commit(to, handled, signal);
+      return handled.length;
+    }
     position = to;
     deps.onApplied();
     await flushIfDue(signal);
+    return 0;
   }
 
   async function flushIfDue(signal: AbortSignal): Promise<void> {
@@ -165,11 +173,15 @@ export function createWorker(deps: WorkerDeps): Worker {
     }
   }
 
+  const batching = {
+    ...options,
+    batchMaxMs: projection.batchGrows ? Math.max(options.batchMs, options.batchMaxMs) : options.batchMs,
+  };
   const live = (signal: AbortSignal, shared: boolean): Promise<LiveOutcome> =>
     followLive({
       source: shared ? deps.feed.follow(position!) : store.subscribeAll({ after: position! }),
       signal,
-      options,
+      options: batching,
       apply: (batch) => applyBatch(batch, signal),
       pendingCheckpoint: () => position !== written,
       tick: () => flushIfDue(signal),
