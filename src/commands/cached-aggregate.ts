@@ -8,25 +8,83 @@ interface Check {
   next: Promise<bigint> | undefined;
 }
 
-/** The checks under way, by store and stream: every cached aggregate of a store shares them. */
-const checksOf = new WeakMap<EventStore, Map<string, Check>>();
+/** Streams whose revisions are asked for together (a store with `streamRevisions`). */
+interface Batch {
+  readonly streamIds: Set<string>;
+  readonly answer: Promise<Map<string, bigint>>;
+  readonly resolve: (revisions: Map<string, bigint>) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** The asks under way on one store. */
+interface Asks {
+  /** By stream, for a store that asks one stream at a time. */
+  readonly checks: Map<string, Check>;
+  /** A store that asks for several at once: one ask under way at a time, the next gathering. */
+  running: boolean;
+  gathering: Batch | undefined;
+}
+
+/** Every cached aggregate of a store shares its asks. */
+const asksOf = new WeakMap<EventStore, Asks>();
 
 const ignore = () => {};
 
 /**
  * The stream's current revision, asked after this call began. Concurrent callers share one ask:
  * a caller that finds an ask already sent waits for it to end and shares the next one (an answer
- * read before the call began could miss a commit made just before it), so under load a stream's
- * revision is asked about once a round trip instead of once a request, and every answer is still
- * read after its caller arrived.
+ * read before the call began could miss a commit made just before it), so under load a revision
+ * is asked about once a round trip instead of once a request, and every answer is still read after
+ * its caller arrived. On a store that reads several streams' revisions at once (the SQL adapters)
+ * the next ask holds every stream asked for meanwhile: one query for the POST's webhook and
+ * endpoint and the MCP calls' endpoints together.
  */
 export function currentRevision(store: EventStore, streamId: string): Promise<bigint> {
-  let checks = checksOf.get(store);
-  if (!checks) {
-    checks = new Map();
-    checksOf.set(store, checks);
+  let asks = asksOf.get(store);
+  if (!asks) {
+    asks = { checks: new Map(), running: false, gathering: undefined };
+    asksOf.set(store, asks);
   }
-  const all = checks;
+  if (store.streamRevisions) return askTogether(store, asks, streamId);
+  return askAlone(store, asks.checks, streamId);
+}
+
+function askTogether(store: EventStore, asks: Asks, streamId: string): Promise<bigint> {
+  let batch = asks.gathering;
+  if (!batch) {
+    let resolve!: Batch['resolve'];
+    let reject!: Batch['reject'];
+    const answer = new Promise<Map<string, bigint>>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    batch = { streamIds: new Set(), answer, resolve, reject };
+    asks.gathering = batch;
+    // After the callers of this turn (a POST asks for its webhook and its endpoint at once).
+    if (!asks.running) queueMicrotask(() => send(store, asks));
+  }
+  batch.streamIds.add(streamId);
+  return batch.answer.then((revisions) => revisions.get(streamId) ?? -1n);
+}
+
+function send(store: EventStore, asks: Asks): void {
+  const batch = asks.gathering;
+  if (asks.running || !batch) return;
+  asks.gathering = undefined;
+  asks.running = true;
+  const streamIds = [...batch.streamIds];
+  store.streamRevisions!(streamIds)
+    .then(
+      (revisions) => batch.resolve(new Map(streamIds.map((id, i) => [id, revisions[i] ?? -1n]))),
+      batch.reject,
+    )
+    .then(() => {
+      asks.running = false;
+      send(store, asks);
+    });
+}
+
+function askAlone(store: EventStore, all: Map<string, Check>, streamId: string): Promise<bigint> {
   let check = all.get(streamId);
   if (!check) {
     check = { running: undefined, next: undefined };

@@ -179,6 +179,13 @@ export interface EventStore {
 
   streamInfo(streamId: string): Promise<StreamInfo>;
 
+  /**
+   * Optional: the current revision of each stream (-1n for one that does not exist), in the order
+   * asked, in one round trip: what `streamInfo` says of each. The SQL adapters have it; it lets
+   * concurrent revision checks of several streams share one query (src/commands/cached-aggregate.ts).
+   */
+  streamRevisions?(streamIds: readonly string[]): Promise<bigint[]>;
+
   /** Retention: removes events of the stream below `beforeRevision` (EventStoreDB: `$tb`). */
   truncateStream(streamId: string, beforeRevision: bigint): Promise<void>;
 

@@ -204,3 +204,67 @@ describe.runIf(await postgresAvailable())('todos read model: given events, then 
       });
   });
 });
+
+describe.runIf(await postgresAvailable())('todos read model: a batch in few statements', () => {
+  const spec = projectionSpec(todosProjection);
+  beforeEach(resetStreams);
+
+  it("a batch's events leave the rows that applying them one at a time leaves", async () => {
+    const failed = (id: string, lease: string, s: number, final: boolean) =>
+      recorded(`todo-${id}`, {
+        type: 'TodoFailed',
+        data: {
+          todo_id: id,
+          lease_id: lease,
+          failed_at: t(s),
+          reason: `failed at ${s}`,
+          retryable: !final,
+          attempt: final ? 2 : 1,
+          max_attempts: 2,
+          final,
+        },
+      });
+    const events = [
+      created('td_a', 'inbox', 'operator', 1),
+      created('td_b', 'deploys', 'operator', 2),
+      claimed('td_a', 'ls_1', 40),
+      failed('td_a', 'ls_1', 11, false),
+      recorded('todo-td_b', {
+        type: 'TodoMoved',
+        data: {
+          todo_id: 'td_b',
+          from_queue: 'deploys',
+          to_queue: 'inbox',
+          moved_by: 'admin',
+          moved_at: t(12),
+        },
+      }),
+      claimed('td_a', 'ls_2', 50),
+      created('td_c', 'inbox', 'operator', 3),
+      claimed('td_b', 'ls_3', 55),
+      recorded('todo-td_b', {
+        type: 'TodoCompleted',
+        data: { todo_id: 'td_b', lease_id: 'ls_3', completed_at: t(30), result: null },
+      }),
+      failed('td_a', 'ls_2', 31, true),
+      claimed('td_c', 'ls_4', 70),
+    ];
+    const all = (db: Parameters<Parameters<ReturnType<typeof spec.given>['thenRows']>[0]>[0]) =>
+      db.selectFrom('todos').selectAll().orderBy('id').execute();
+    let together: unknown[] = [];
+    await spec.given(...events).thenRows(async (db) => {
+      together = await all(db);
+    });
+    await spec.given(events[0]!).thenRows(async (db) => {
+      for (const e of events.slice(1))
+        await db.transaction().execute((trx) => todosProjection.apply(trx, [e]));
+      expect(together).toEqual(await all(db));
+    });
+    expect(together).toHaveLength(3);
+    expect(together).toMatchObject([
+      { id: 'td_a', state: 'failed', attempts: 2, last_error: 'failed at 31', claimed_by: null },
+      { id: 'td_b', state: 'completed', queue: 'inbox', ended_at: new Date(t(30)) },
+      { id: 'td_c', state: 'claimed', claimed_by: 'ls_4' },
+    ]);
+  });
+});

@@ -56,42 +56,65 @@ describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => 
       },
     );
 
-  it('a revision asked while an older ask is under way is read after the caller began', async () => {
-    const { store, clock } = runtime;
-    const ep = await vend();
-    const stream = endpointStream(ep.endpointId);
-    const before = (await store.streamInfo(stream)).revision;
-    // The store's own streamInfo, counted, and the first answer held back until released.
-    let asks = 0;
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
+  /**
+   * The store's own methods, counted, with the first ask's answer held back until released; with
+   * `together: false` the store has no streamRevisions (as EventStoreDB's), so asks go one stream
+   * at a time.
+   */
+  const held = (store: EventStore, together: boolean) => {
+    const counter = { asks: 0, release: () => {} };
+    const gate = new Promise<void>((r) => {
+      counter.release = r;
     });
+    const hold = async <T>(answer: Promise<T>): Promise<T> => {
+      counter.asks++;
+      const first = counter.asks === 1;
+      const value = await answer;
+      if (first) await gate;
+      return value;
+    };
     const counted = new Proxy(store, {
       get(target, key, receiver) {
-        if (key !== 'streamInfo') return Reflect.get(target, key, receiver);
-        return async (streamId: string) => {
-          asks++;
-          const info = await target.streamInfo(streamId);
-          if (asks === 1) await held;
-          return info;
-        };
+        if (key === 'streamInfo') return (id: string) => hold(target.streamInfo(id));
+        if (key === 'streamRevisions')
+          return together ? (ids: readonly string[]) => hold(target.streamRevisions!(ids)) : undefined;
+        return Reflect.get(target, key, receiver);
       },
     }) as EventStore;
+    return { counted, counter };
+  };
 
-    const first = currentRevision(counted, stream);
-    await new Promise((r) => setTimeout(r, 20)); // the first ask has been answered, and is held
-    await revokeEndpoint({ store, clock }, { ref: ep.slug, operator: 'alice', human: 'alice' });
-    const after = (await store.streamInfo(stream)).revision;
-    expect(after).toBeGreaterThan(before);
-    // Asked after the revoke committed, while the first ask is still under way: eight callers
-    // share one ask, sent once the first ends, and all see the revoke.
-    const later = Array.from({ length: 8 }, () => currentRevision(counted, stream));
-    release();
-    expect(await first).toBe(before);
-    expect(await Promise.all(later)).toEqual(Array(8).fill(after));
-    expect(asks).toBe(2);
-  });
+  for (const together of [true, false]) {
+    it(`a revision asked while an older ask is under way is read after the caller began (${together ? 'streams asked together' : 'one stream at a time'})`, async () => {
+      const { store, clock } = runtime;
+      expect(store.streamRevisions).toBeDefined();
+      const ep = await vend();
+      const other = await vend();
+      const stream = endpointStream(ep.endpointId);
+      const otherStream = endpointStream(other.endpointId);
+      const before = (await store.streamInfo(stream)).revision;
+      const { counted, counter } = held(store, together);
+
+      const first = currentRevision(counted, stream);
+      await new Promise((r) => setTimeout(r, 20)); // the first ask has been answered, and is held
+      await revokeEndpoint({ store, clock }, { ref: ep.slug, operator: 'alice', human: 'alice' });
+      const after = (await store.streamInfo(stream)).revision;
+      expect(after).toBeGreaterThan(before);
+      // Asked after the revoke committed, while the first ask is still under way: the callers
+      // share the ask sent once the first ends, and all see the revoke.
+      const later = Array.from({ length: 8 }, () => currentRevision(counted, stream));
+      const otherLater = currentRevision(counted, otherStream);
+      // Alone, the other stream's ask goes at once (nothing under way on it).
+      expect(counter.asks).toBe(together ? 1 : 2);
+      counter.release();
+      expect(await first).toBe(before);
+      expect(await Promise.all(later)).toEqual(Array(8).fill(after));
+      expect(await otherLater).toBe((await store.streamInfo(otherStream)).revision);
+      // Together: one ask for both streams; alone: one per stream.
+      expect(counter.asks).toBe(together ? 2 : 3);
+      expect(await currentRevision(counted, endpointStream('ep_none'))).toBe(-1n);
+    });
+  }
 
   it('claim_next takes a todo handed off here before the read model has it, after the older ones', async () => {
     const { store, clock, db } = runtime;

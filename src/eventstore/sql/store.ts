@@ -323,6 +323,15 @@ export async function createSqlEventStore(
       return { revision: state.revision, truncateBefore: state.truncateBefore };
     },
 
+    async streamRevisions(streamIds) {
+      if (streamIds.length === 0) return [];
+      const { rows } = await sql<{ stream_id: string; revision: string }>`
+        select stream_id, revision::text as revision
+        from es_streams where stream_id = any(${[...streamIds]}::text[])`.execute(db);
+      const revisions = new Map(rows.map((r) => [r.stream_id, BigInt(r.revision)]));
+      return streamIds.map((id) => revisions.get(id) ?? -1n);
+    },
+
     async truncateStream(streamId, beforeRevision) {
       // Recorded first, so stream reads hide the events at once; then deleted in small
       // transactions, so no long one holds back the xid8 reader (design.md, PostgreSQL hygiene).
