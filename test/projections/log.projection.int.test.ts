@@ -94,4 +94,42 @@ describe.runIf(await postgresAvailable())('log read model: given events, then ro
         expect(await logRetainedFrom(db)).toBe(3);
       });
   });
+  it('marks a delivery with the disposition that comes in a later batch, and the last one wins', async () => {
+    const disposed = (eventId: number, disposition: 'routed' | 'held' | 'dropped') =>
+      recorded('dispositions-wh_1', {
+        type: 'DeliveryDisposed',
+        data: {
+          event_id: eventId,
+          webhook_id: 'wh_1',
+          endpoint_id: 'ep_1',
+          operator: 'admin',
+          disposition,
+          queue: disposition === 'routed' ? 'inbox' : null,
+          todo_id: null,
+          rule: { id: 'r', index: 0 },
+          reason: null,
+          message: null,
+          rules_version: 1,
+          disposed_at: t(3),
+        },
+      });
+    await spec
+      .givenBatches(
+        [
+          delivery({ provider: 'webhook:wh_1', received_at: t(1) }),
+          disposed(1, 'routed'),
+          delivery({ provider: 'webhook:wh_1', received_at: t(2) }),
+        ],
+        [
+          disposed(2, 'held'),
+          delivery({ provider: 'webhook:wh_1', received_at: t(3) }),
+          disposed(1, 'dropped'),
+        ],
+      )
+      .thenRows(async (db) => {
+        expect((await getLoggedDelivery(db, 1))?.disposition).toBe('dropped');
+        expect((await getLoggedDelivery(db, 2))?.disposition).toBe('held');
+        expect((await getLoggedDelivery(db, 3))?.disposition).toBeNull();
+      });
+  });
 });

@@ -42,21 +42,25 @@ export function projectionSpec(projection: Projection) {
     return store.db;
   };
 
-  return {
-    given(...events: readonly RecordedEvent[]) {
-      return {
-        async thenRows(check: (db: DB) => Promise<void>): Promise<void> {
-          const tables = projection.tables.map((t) => sql.id(t));
-          await sql`drop table if exists ${sql.join(tables)}`.execute(db());
-          await projection.createTables(db());
-          const handled = projection.handles ? events.filter((e) => projection.handles!(e)) : events;
-          await db()
-            .transaction()
-            .execute((trx) => projection.apply(trx, handled));
-          await check(db());
-        },
-      };
+  /** Each batch applied in a transaction of its own, in order, as the runner applies successive batches. */
+  const givenBatches = (...batches: readonly (readonly RecordedEvent[])[]) => ({
+    async thenRows(check: (db: DB) => Promise<void>): Promise<void> {
+      const tables = projection.tables.map((t) => sql.id(t));
+      await sql`drop table if exists ${sql.join(tables)}`.execute(db());
+      await projection.createTables(db());
+      for (const events of batches) {
+        const handled = projection.handles ? events.filter((e) => projection.handles!(e)) : events;
+        await db()
+          .transaction()
+          .execute((trx) => projection.apply(trx, handled));
+      }
+      await check(db());
     },
+  });
+
+  return {
+    given: (...events: readonly RecordedEvent[]) => givenBatches(events),
+    givenBatches,
   };
 }
 
