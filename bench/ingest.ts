@@ -5,6 +5,8 @@
  * (bench/ingest-reference.ts). Each server runs in its own child process; autocannon drives it from
  * this one. Prints req/s, p50, p99, the ratios to the bare and the durable route, and per delivery
  * the CPU of the server and of its PostgreSQL backends, rows, WAL bytes and deliveries per commit.
+ * Embedded mode's memory is sampled every `--memory-every` ms (default 1,000) on a worker thread
+ * (bench/peak-sampler.ts), off the thread that drives the load.
  * `npm run bench:ingest [-- --seconds 10 --rounds 3 --connections 32 --only bare,durable,postgres,embedded]`.
  */
 
@@ -28,7 +30,8 @@ import {
   settled,
   signatureValid,
 } from './ingest-reference.ts';
-import { memoryOf, peakRssMb, postmasterOf, processTree } from './memory.ts';
+import { peakRssMb, postmasterOf, processTree } from './memory.ts';
+import { sampleEmbeddedPeaks } from './peak-sampler.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 import { formatWriterStats, scrapeMetrics, type WriterStats, writerStats } from './writer-stats.ts';
@@ -113,38 +116,6 @@ async function serveHookline(): Promise<number> {
 
 // ---- parent: drive each target -----------------------------------------------------------
 
-/**
- * Embedded: the peaks of the managed PostgreSQL's RSS and PSS (summed over its processes) and of
- * hookline's RSS plus that PSS at the same moments. One sampler in this process, which also runs
- * the load: the process tree is listed again every 2 s, not at every sample (a walk of /proc).
- */
-function sampleEmbeddedPeaks(hooklinePid: number, dataDir: string, everyMs = 200) {
-  let postgres = { rssMb: 0, pssMb: 0 };
-  let totalMb = 0;
-  let tree: number[] = [];
-  let listed = 0;
-  const sample = () => {
-    if (Date.now() - listed > 2_000) {
-      const pm = postmasterOf(dataDir);
-      tree = pm ? processTree(pm) : [];
-      listed = Date.now();
-    }
-    const pg = memoryOf(tree);
-    postgres = { rssMb: Math.max(postgres.rssMb, pg.rssMb), pssMb: Math.max(postgres.pssMb, pg.pssMb) };
-    totalMb = Math.max(totalMb, memoryOf([hooklinePid]).rssMb + pg.pssMb);
-  };
-  sample();
-  const timer = setInterval(sample, everyMs);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      listed = 0;
-      sample();
-      return { postgres, totalMb };
-    },
-  };
-}
-
 /** An administrative connection string for embedded mode's own server (pg/hookline.json, its socket). */
 async function managedAdminUrl(dataDir: string): Promise<string> {
   const cluster = path.join(dataDir, 'pg');
@@ -213,6 +184,8 @@ interface Figures {
   postgres?: { rssMb: number; pssMb: number };
   /** Embedded: peak of hookline's RSS plus its PostgreSQL's PSS, sampled together, MB. */
   totalMb?: number;
+  /** Embedded: samples of the memory sampler and the CPU ms of its thread per sample. */
+  sampler?: { samples: number; cpuMs: number };
   /** Cost per acknowledged delivery (see `Costs`); undefined where it could not be read. */
   costs?: Costs;
 }
@@ -326,6 +299,7 @@ async function main(): Promise<void> {
       'cpu-prof': { type: 'string' },
       'node-flags': { type: 'string' },
       rate: { type: 'string', default: '0' },
+      'memory-every': { type: 'string', default: '1000' },
     },
   });
   if (values.serve) {
@@ -340,6 +314,7 @@ async function main(): Promise<void> {
   }
   extraNodeFlags = values['node-flags']?.split(/\s+/).filter(Boolean) ?? [];
   overallRate = Number(values.rate);
+  const memoryEveryMs = Number(values['memory-every']);
   const seconds = Number(values.seconds ?? values.duration ?? '10');
   const rounds = Math.max(1, Number(values.rounds));
   const warmup = Number(values.warmup);
@@ -398,16 +373,17 @@ async function main(): Promise<void> {
           const nodeBefore = child.pid === undefined ? undefined : cpuSeconds(child.pid);
           const pgBefore = database ? await databaseCounters(adminUrl, database) : undefined;
           const treeBefore = dir ? managedPostgresCpu(dir) : undefined;
-          const peaks = dir && child.pid ? sampleEmbeddedPeaks(child.pid, dir) : undefined;
+          const peaks = dir && child.pid ? sampleEmbeddedPeaks(child.pid, dir, memoryEveryMs) : undefined;
           const hookline = target === 'postgres' || target === 'embedded';
           const metricsBefore = hookline ? await scrapeMetrics(`http://127.0.0.1:${port}`) : undefined;
           figures = await drive(target, port, seconds, connections, body, deliveryIds);
           if (metricsBefore !== undefined)
             writer = writerStats(metricsBefore, await scrapeMetrics(`http://127.0.0.1:${port}`));
           if (peaks) {
-            const { postgres, totalMb } = peaks.stop();
+            const { postgres, totalMb, samples, meanSampleCpuMs } = await peaks.stop();
             figures.postgres = postgres;
             figures.totalMb = totalMb;
+            figures.sampler = { samples, cpuMs: meanSampleCpuMs };
           }
           if (database) await settled(adminUrl, database);
           const nodeAfter = child.pid === undefined ? undefined : cpuSeconds(child.pid);
@@ -445,8 +421,11 @@ async function main(): Promise<void> {
           await writeFile(path.join(profileDir, 'deliveries'), `${warmupOk + figures.ok}\n`);
         }
         roundResults.push({ ...figures, costs });
+        const sampler = figures.sampler
+          ? `; memory sampler ${figures.sampler.samples} samples, ${figures.sampler.cpuMs.toFixed(1)} ms CPU each`
+          : '';
         console.log(
-          `  round ${round + 1}, ${target}: done${writer ? `; ${(figures.ok / writer.batches).toFixed(1)} deliveries a group commit, ${formatWriterStats(writer)}` : ''}`,
+          `  round ${round + 1}, ${target}: done${sampler}${writer ? `; ${(figures.ok / writer.batches).toFixed(1)} deliveries a group commit, ${formatWriterStats(writer)}` : ''}`,
         );
       } finally {
         await cleanup();
@@ -523,7 +502,7 @@ async function main(): Promise<void> {
     'targets: postgres >= 60% of durable (and >= 50% of bare) with p99 < 25 ms; embedded >= 90% of server mode; embedded peak: hookline < 250 MB, hookline + its PostgreSQL < 400 MB',
   );
   console.log(
-    'PostgreSQL RSS counts shared buffers once per process that touched them; PSS divides shared pages among their sharers (what the processes really hold); hookline+PG = hookline RSS + PostgreSQL PSS, sampled together',
+    'PostgreSQL RSS counts shared buffers once per process that touched them; PSS divides shared pages among their sharers (what the processes really hold); hookline+PG = hookline RSS + PostgreSQL PSS, sampled together (every --memory-every ms, on a worker thread)',
   );
 }
 
