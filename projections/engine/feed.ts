@@ -1,4 +1,4 @@
-import { filter, Observable, Subject, type Subscription } from 'rxjs';
+import { Observable, Subject, type Subscription, skipWhile } from 'rxjs';
 import type { EventStore, Position, RecordedEvent } from '../../src/eventstore/port.ts';
 
 /** The feed has already passed the position asked for: read up to it first, then follow again. */
@@ -68,7 +68,9 @@ export function createLiveFeed(store: EventStore, order: (a: Position, b: Positi
           return;
         }
         followers++;
-        const inner = s.pipe(filter((e) => order(e.position, after) > 0)).subscribe(subscriber);
+        // The feed is in `$all` order: once one event is past `after`, every later one is too, so
+        // positions are compared only until then (a compare parses both positions).
+        const inner = s.pipe(skipWhile((e) => order(e.position, after) <= 0)).subscribe(subscriber);
         // Connected after the first follower listens, so nothing emitted at once is lost.
         if (fresh) connect(s, after);
         const own = s;
