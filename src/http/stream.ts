@@ -6,7 +6,6 @@ import type { LiveHub } from '../live/hub.ts';
 import {
   createSseWriter,
   type SerializedBatch,
-  type SseSink,
   type SseWriter,
   serializeBatch,
   sseFrame,
@@ -229,24 +228,8 @@ export function streamPlugin(deps: StreamDeps) {
           'x-accel-buffering': 'no',
           connection: 'close',
         });
-        // The head goes out now; the body is then written to the socket itself. Through the response,
-        // each write corks the socket and the actual write waits for the next tick
-        // (connectionCorkNT): the burst's pacing timed its JavaScript, not its syscalls, which were
-        // over nine tenths of it (bench/README.md, issue 22), and each write paid the cork.
-        res.flushHeaders();
-        const socket = res.socket;
-        if (!socket) return;
-        const sink: SseSink = {
-          write: (chunk) => socket.write(chunk),
-          get writableLength() {
-            return socket.writableLength;
-          },
-          destroy: () => socket.destroy(),
-          // The response ends as before: the server closes the connection once what was written is sent.
-          end: () => res.end(),
-        };
         const client: Client = {
-          writer: createSseWriter(sink, maxBufferBytes, () => {
+          writer: createSseWriter(res, maxBufferBytes, () => {
             clients.delete(client);
             deps.logger.info('stream: slow client dropped');
           }),
