@@ -5,6 +5,7 @@ import {
   appendDeliveries,
   controllableEventSource,
   deliveryIds,
+  readBodyUntil,
   readUntil,
   type Summary,
 } from './support.ts';
@@ -36,9 +37,7 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
     // Close-delimited: each burst is one plain socket write, no chunk framing.
     expect(res.headers.get('transfer-encoding')).toBeNull();
     expect(res.headers.get('connection')).toBe('close');
-    const reader = res.body!.getReader();
-    let text = '';
-    while (!text.includes('event: ready')) text += new TextDecoder().decode((await reader.read()).value);
+    const text = await readBodyUntil(res, (t) => t.includes('event: ready'));
     controller.abort();
     expect(text.startsWith('retry: 300\n\n')).toBe(true);
     expect(text).toMatch(/id: \d+:\d+\nevent: ready\n/);
@@ -188,10 +187,7 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
     const headers = { 'last-event-id': head };
     client.es.close();
     const res = await fetch(`${s.url}/events`, { headers });
-    const reader = res.body!.getReader();
-    let text = '';
-    while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
-    await reader.cancel();
+    const text = await readBodyUntil(res, (t) => t.includes('event: reset'));
     expect(text).toMatch(
       /id: (\d+:\d+)\nevent: reset\ndata: \{"reason":"beyond_replay_bound","replay_bound":1000\}/,
     );
@@ -203,10 +199,7 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
   it('resets a client whose Last-Event-ID is not a position of this store', async () => {
     for (const bad of ['garbage', '99999999999:1']) {
       const res = await fetch(`${s.url}/events`, { headers: { 'last-event-id': bad } });
-      const reader = res.body!.getReader();
-      let text = '';
-      while (!text.includes('event: reset')) text += new TextDecoder().decode((await reader.read()).value);
-      await reader.cancel();
+      const text = await readBodyUntil(res, (t) => t.includes('event: reset'));
       expect(text).toContain('"reason":"unknown_position"');
     }
   });

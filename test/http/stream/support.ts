@@ -148,6 +148,24 @@ export async function appendDeliveries(store: EventStore, n: number, eventType =
 }
 
 /** Reads a stream until `done` holds for the text so far; then disconnects. */
+/**
+ * Reads a response body until `done` holds of the text so far. A body that ends first is an error,
+ * never a loop: a reader at its end answers at once, and spinning on it starves the event loop
+ * (and with it every socket of the test's server, its PostgreSQL connections included).
+ */
+export async function readBodyUntil(res: Response, done: (text: string) => boolean): Promise<string> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!done(text)) {
+    const chunk = await reader.read();
+    if (chunk.done) throw new Error(`the stream ended early: ${text}`);
+    text += decoder.decode(chunk.value, { stream: true });
+  }
+  await reader.cancel();
+  return text;
+}
+
 export async function readUntil(
   url: string,
   done: (text: string) => boolean,
@@ -157,14 +175,7 @@ export async function readUntil(
   const timer = setTimeout(() => controller.abort(), 15_000);
   try {
     const res = await fetch(url, { headers, signal: controller.signal });
-    const reader = res.body!.getReader();
-    let text = '';
-    while (!done(text)) {
-      const chunk = await reader.read();
-      if (chunk.done) throw new Error(`the stream ended early: ${text}`);
-      text += new TextDecoder().decode(chunk.value);
-    }
-    return text;
+    return await readBodyUntil(res, done);
   } finally {
     clearTimeout(timer);
     controller.abort();
