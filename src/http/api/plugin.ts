@@ -237,7 +237,8 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
             moveTo: body.move_to,
           },
         );
-        await settle(position, 'endpoints');
+        // A move_to wrote TodoMoved events before the endpoint's: the agent's next list sees them.
+        await Promise.all([settle(position, 'endpoints'), body.move_to ? settle(position, 'todos') : undefined]);
         return endpointStateOut(config.baseUrl, state);
       },
     );
