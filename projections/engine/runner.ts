@@ -7,6 +7,7 @@ import type { Logger } from '../../src/logger.ts';
 import { readCheckpoint, readCheckpoints } from './checkpoints.ts';
 import { createLiveFeed } from './feed.ts';
 import { createLogCounter, type LogBacklog, type LogCounter, lagSeconds } from './lag.ts';
+import { createLazyCheckpoints } from './lazy-checkpoints.ts';
 import { createLockSession, type LockSession, lockHeldAnywhere, writerLockKey } from './lock.ts';
 import { positionOrder, type RebuildDeps, rebuildProjection } from './rebuild.ts';
 import type { Projection, ProjectionRunner, ProjectionStatus, RebuildProgress } from './types.ts';
@@ -98,6 +99,8 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
   };
 
   const feed = createLiveFeed(store, cmp);
+  // The checkpoints moved over ignored events, written for every projection in one statement.
+  const lazy = createLazyCheckpoints(sql.db, workerOptions.checkpointEveryMs, log);
   const workers = new Map<string, Worker>();
   const rebuilding = new Set<string>();
   const stopCtl = new AbortController();
@@ -146,6 +149,7 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
       options: workerOptions,
       locks,
       feed,
+      lazy,
       onApplied: notify,
       autoRebuild: async (signal) => {
         // An operator's rebuild already under way does the same job: wait for it.
@@ -191,6 +195,7 @@ export function createProjectionRunner(deps: ProjectionRunnerDeps): ProjectionRu
     stop: async () => {
       stopCtl.abort();
       await Promise.all([...workers.values()].map((w) => w.stop()));
+      lazy.close();
       while (rebuilding.size > 0) await sleep(pollMs);
       await locks?.close();
     },

@@ -6,6 +6,7 @@ import type { Logger } from '../../src/logger.ts';
 import { advanceCheckpoint, CheckpointMovedError, insertCheckpoint, readCheckpoint } from './checkpoints.ts';
 import type { LiveFeed } from './feed.ts';
 import { followLive, type LiveOutcome } from './follow.ts';
+import type { LazyCheckpoints, LazyWriter } from './lazy-checkpoints.ts';
 import { type LockSession, writerLockKey } from './lock.ts';
 import { LIVE_SCHEMA, readBatch } from './rebuild.ts';
 import type { Projection, ProjectionStatus } from './types.ts';
@@ -41,6 +42,11 @@ export interface WorkerDeps {
   readonly locks: LockSession | undefined;
   /** The runner's shared live subscription. */
   readonly feed: LiveFeed;
+  /**
+   * The runner's writer of lazily kept checkpoints, shared by its workers (one statement for all);
+   * absent, the worker writes its own.
+   */
+  readonly lazy?: LazyCheckpoints;
   /** The live tables were built by an older version: rebuild them (the runner registers it as rebuilding). */
   autoRebuild(signal: AbortSignal): Promise<void>;
   /** Told after every committed batch (read-your-writes waiters). */
@@ -79,6 +85,8 @@ export function createWorker(deps: WorkerDeps): Worker {
   let lastWrite = 0;
   let liveVersion: number | undefined;
   let updatedAt: Date | undefined;
+  /** The shared lazy writer found the row moved by another writer: the session resumes from the row. */
+  let movedAway = false;
   const stopCtl = new AbortController();
   let running: Promise<void> | undefined;
   let session: AbortController | undefined;
@@ -95,6 +103,7 @@ export function createWorker(deps: WorkerDeps): Worker {
    * failure, never skips it.
    */
   async function commit(to: Position, handled: readonly RecordedEvent[], signal: AbortSignal): Promise<void> {
+    await settleLazy();
     const fromPos = written!;
     let delay = options.retryMinMs;
     for (let attempt = 1; ; attempt++) {
@@ -145,8 +154,44 @@ export function createWorker(deps: WorkerDeps): Worker {
   }
 
   async function flushIfDue(signal: AbortSignal): Promise<void> {
+    if (movedAway) throw new CheckpointMovedError(name, written!);
     if (position === written || signal.aborted) return;
-    if (Date.now() - lastWrite >= options.checkpointEveryMs) await commit(position!, [], signal);
+    const lazy = deps.lazy;
+    if (!lazy) {
+      if (Date.now() - lastWrite >= options.checkpointEveryMs) await commit(position!, [], signal);
+      return;
+    }
+    // The shared writer sends it with the other projections' at its next flush.
+    lazy.put(name, lazyWriter);
+  }
+
+  const lazyWriter: LazyWriter = {
+    pending: () =>
+      position === undefined || written === undefined || position === written || movedAway
+        ? undefined
+        : { version: projection.version, from: written, to: position },
+    done: (outcome, move) => {
+      if (outcome === 'moved') {
+        movedAway = true;
+        return;
+      }
+      // This worker writes the row itself only after settleLazy: nothing else moved it meanwhile.
+      if (written === move.from) {
+        written = move.to;
+        updatedAt = new Date();
+        lastWrite = Date.now();
+      }
+    },
+  };
+
+  /**
+   * Before this worker writes its row itself: the shared writer's move of it is dropped if not yet
+   * sent, or waited for if in flight (the row then moved on, or another writer moved it).
+   */
+  async function settleLazy(): Promise<void> {
+    if (!deps.lazy) return;
+    await deps.lazy.settle(name);
+    if (movedAway) throw new CheckpointMovedError(name, written!);
   }
 
   /** On leaving the writer's seat (stop, pause): one attempt to write a lazily kept checkpoint. */
@@ -154,6 +199,8 @@ export function createWorker(deps: WorkerDeps): Worker {
     if (position === undefined || written === undefined || position === written) return;
     const to = position;
     try {
+      await settleLazy();
+      if (position === written) return;
       await advanceCheckpoint(db, { name, version: projection.version, from: written!, to });
       written = to;
     } catch (err) {
@@ -205,6 +252,9 @@ export function createWorker(deps: WorkerDeps): Worker {
     let behind = 0;
     while (!signal.aborted) {
       try {
+        // The shared writer's move of this row, if any, is dropped or has landed: the row read is current.
+        await deps.lazy?.settle(name);
+        movedAway = false;
         const cp = await readCheckpoint(db, name);
         if (!cp) {
           await initTables();
@@ -294,6 +344,8 @@ export function createWorker(deps: WorkerDeps): Worker {
         inActive = undefined;
       }
       if (outcome === 'aborted' && !lost) await flushOnce();
+      // A writer that lost its lock leaves its lazily kept checkpoint unwritten, as before.
+      else await deps.lazy?.settle(name);
       if (outcome === 'incompatible') {
         // Leave the lock to a process that runs the newer version.
         await locks?.unlock(lockKey);

@@ -12,6 +12,7 @@ import {
   toArray,
   uniqueStream,
   visible,
+  waitFor,
 } from './helpers.ts';
 
 /** Concurrency: racing writers, many writers under a live subscriber, group commit isolation. */
@@ -302,6 +303,30 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
     followers[0]!.stop();
     await visible(store, log.at(-1)!.position);
     expect(ids(log)).toEqual(ids((await toArray(store.readAll({ after: start }))).filter(mine)));
+  });
+
+  it('subscriptions from the head get a lone append with nothing after it, however their start races the append', async () => {
+    // A subscription's catch-up and the shared live reader are separate reads: an append that
+    // committed between the two was behind the reader's position and ahead of the subscription's,
+    // and with no later append to reveal the gap the subscription waited for ever. Both ways in:
+    // subscriptions that start the reader, and ones that join it running; several at once, racing
+    // the append, so that some of them read before its commit and some after.
+    const { store } = ctx;
+    for (let round = 0; round < 16; round++) {
+      const s = uniqueStream('lone');
+      const head = await store.headPosition();
+      const followers = Array.from({ length: 6 }, () => follow(store, head, (e) => e.streamId === s));
+      await store.append(s, [jsonEvent('Lone', { round })]);
+      followers.push(follow(store, head, (e) => e.streamId === s));
+      await waitFor(
+        `the lone append of round ${round} at every subscription`,
+        () => followers.every((f) => f.seen.length === 1),
+        10_000,
+      );
+      for (const f of followers) f.stop();
+      // Every other round, let the live reader stop, so that the next round starts it again.
+      if (round % 2 === 0) await new Promise((r) => setTimeout(r, 300));
+    }
   });
 
   it.runIf(target.kind !== 'eventstoredb')(

@@ -50,7 +50,7 @@ export interface SqlEventStoreOptions {
   readonly liveIntervalMs?: number;
   /**
    * PostgreSQL: append batches written at once, each on a connection of the database's pool.
-   * Default 2.
+   * Default 1: appends that arrive while a batch is in flight join the next one (see below).
    */
   readonly writers?: number;
   /** PostgreSQL: the LISTEN/NOTIFY channel. Default `hookline_events`. */
@@ -163,7 +163,14 @@ export async function createSqlEventStore(
     (err) => onError(err, 'listen'),
   );
 
-  const writers = Math.max(1, options.writers ?? 2);
+  // One batch in flight. With two, an agent's claim or completion (a todo's stream) went out at
+  // once as a batch of its own beside the batch of deliveries in flight: 1.7 batches and as many
+  // NOTIFYs a delivery on the agent path. With one, it waits for that batch and rides the next
+  // with the deliveries queued meanwhile: 1.3 of each, and in the quieter pair measured Node's and
+  // PostgreSQL's CPU a delivery -21%, with claims no slower (bench/README.md, "The agent path",
+  // fourth pass). The deliveries stream had one batch in flight either way (a stream's appends
+  // are written in call order).
+  const writers = Math.max(1, options.writers ?? 1);
   // The group commit takes its connections from the database's pool. A pool of its own (kept open
   // while idle) was tried for issues 22 and 23: it cut the wait for a connection under bench:agent
   // but doubled PostgreSQL's CPU per delivery under bench:ingest (0.46 to 0.98 ms, half the rate,

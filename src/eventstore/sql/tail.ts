@@ -11,11 +11,20 @@ import { sleep, type Wakeup } from './wakeup.ts';
  * time it starts, and hands each page to every attached subscription in order, with the position
  * it was read after; a subscription drops what it has already seen and reads any gap between its
  * own position and a page's itself (see subscription.ts).
+ *
+ * A subscription also hears where the reader stands when that is not where a page says: when it
+ * attaches to a running reader, and when the reader starts. Its catch-up and the reader's reads are
+ * different reads, and an append that committed between them lies behind the reader and ahead of
+ * the subscription; told only by pages, it would learn of that gap at the next append, however long
+ * that takes (a lone doorbell on a quiet server). So it is handed an empty page from that position.
  */
 export type TailSink = (after: SqlPosition, rows: readonly EventRow[]) => void;
 
 export interface LiveTail {
-  /** The sink receives every page the tail reads from now on, in order. Returns the detach function. */
+  /**
+   * The sink receives every page the tail reads from now on, in order, and an empty page from
+   * where the tail stands when it attaches and when the tail starts. Returns the detach function.
+   */
   attach(sink: TailSink): () => void;
 }
 
@@ -34,10 +43,20 @@ export interface TailDeps {
 export function createLiveTail(deps: TailDeps): LiveTail {
   const sinks = new Set<TailSink>();
   let running = false;
+  /** Where the reader stands while it runs: after the last row it read, or the head it started at. */
+  let position: SqlPosition | undefined;
+
+  const hand = (sink: TailSink, from: SqlPosition, rows: readonly EventRow[]) => {
+    try {
+      sink(from, rows);
+    } catch (err) {
+      deps.onError(err); // one subscription's failure must not stop the others
+    }
+  };
 
   async function run(): Promise<void> {
     running = true;
-    let position: SqlPosition | undefined;
+    position = undefined;
     let backoff = 100;
     let lastQuery = 0;
     /** Commits (fire, not nudge) counted when the previous query began. */
@@ -56,7 +75,11 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         try {
           // Starting from the real head keeps a subscription's position (untrusted, e.g. a
           // Last-Event-ID far in the future) from steering the reader everyone shares.
-          position ??= parsePosition(await readHeadPosition(deps.db));
+          if (position === undefined) {
+            position = parsePosition(await readHeadPosition(deps.db));
+            const start = position;
+            for (const sink of [...sinks]) hand(sink, start, []);
+          }
           from = position;
           // Below the oldest running transaction that writes events, not the oldest of the cluster.
           rows = await readAllPage(deps.db, from, deps.limits);
@@ -71,13 +94,7 @@ export function createLiveTail(deps: TailDeps): LiveTail {
         const last = rows.at(-1);
         if (last) {
           position = { transactionId: BigInt(last.tx), globalPosition: BigInt(last.gp) };
-          for (const sink of [...sinks]) {
-            try {
-              sink(from, rows);
-            } catch (err) {
-              deps.onError(err); // one subscription's failure must not stop the others
-            }
-          }
+          for (const sink of [...sinks]) hand(sink, from, rows);
         }
         if (isFullPage(rows, deps.limits)) continue;
         // A commit woke us but its events are not visible yet: a writer's transaction that got its
@@ -112,12 +129,14 @@ export function createLiveTail(deps: TailDeps): LiveTail {
       }
     } finally {
       running = false;
+      position = undefined;
     }
   }
 
   return {
     attach(sink) {
       sinks.add(sink);
+      if (position !== undefined) hand(sink, position, []);
       if (!running) deps.track(run());
       return () => {
         sinks.delete(sink);

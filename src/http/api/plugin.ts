@@ -238,7 +238,10 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
           },
         );
         // A move_to wrote TodoMoved events before the endpoint's: the agent's next list sees them.
-        await Promise.all([settle(position, 'endpoints'), body.move_to ? settle(position, 'todos') : undefined]);
+        await Promise.all([
+          settle(position, 'endpoints'),
+          body.move_to ? settle(position, 'todos') : undefined,
+        ]);
         return endpointStateOut(config.baseUrl, state);
       },
     );
