@@ -187,10 +187,11 @@ export interface Server {
   request<T>(command: Command, key: string): Promise<T>;
 }
 
-export async function startServer(databaseUrl: string): Promise<Server> {
+/** `profileDir`: the server writes a V8 CPU profile of its whole life there (`--cpu-prof`). */
+export async function startServer(databaseUrl: string, profileDir?: string): Promise<Server> {
   // Node runs the server as `hookline serve` runs it (src/cli/node-flags.ts).
   const child = fork(SELF, [databaseUrl], {
-    execArgv: [...NODE_FLAGS],
+    execArgv: [...NODE_FLAGS, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const port = await new Promise<number>((resolve, reject) => {

@@ -84,10 +84,11 @@ export async function sseBench(
   rate: number,
   seconds: number,
   probes: number,
+  profileDir?: string,
 ): Promise<SseRun> {
   const probeCount = Math.min(probes, Math.max(0, clients - 1));
   return withDatabase(async (databaseUrl): Promise<SseRun> => {
-    const server = await startServer(databaseUrl);
+    const server = await startServer(databaseUrl, profileDir);
     const total = rate * seconds;
     const groups: Group[] = [];
     try {
@@ -120,8 +121,9 @@ export async function sseBench(
       );
       const wall = (performance.now() - wall0) / 1000;
       const serverCpu1 = await server.request<NodeJS.CpuUsage>({ cmd: 'cpu' }, 'cpu');
-      const serverBusy =
-        (serverCpu1.user + serverCpu1.system - serverCpu0.user - serverCpu0.system) / 1e6 / wall;
+      const serverUser = (serverCpu1.user - serverCpu0.user) / 1e3;
+      const serverSystem = (serverCpu1.system - serverCpu0.system) / 1e3;
+      const serverBusy = (serverUser + serverSystem) / 1e3 / wall;
       const own = process.cpuUsage(ownCpu0);
       const clientBusy = (own.user + own.system) / 1e6 / wall;
       const memory = await server.request<Memory>({ cmd: 'memory' }, 'memory');
@@ -147,7 +149,7 @@ export async function sseBench(
           `  server event-loop delay p50 ${ms(l.p50)} ms, p99 ${ms(l.p99)} ms, max ${ms(l.max)} ms`,
           ...results.map((r, i) => describe(groups[i]!.name, r)),
           `  clients with every delivery: ${complete}/${clients}; duplicates: ${duplicates}`,
-          `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; ${formatMemory(memory)}`,
+          `  CPU: server ${(serverBusy * 100).toFixed(0)}% of a core (${((serverBusy * wall * 1000) / injected.sent).toFixed(2)} ms a delivery, user ${(serverUser / injected.sent).toFixed(2)} + system ${(serverSystem / injected.sent).toFixed(2)}, recording and projections included), clients ${(clientBusy * 100).toFixed(0)}%; ${formatMemory(memory)}`,
         ].join('\n'),
       );
       const probe = results[groups.findIndex((g) => g.name === 'probe')];

@@ -13,10 +13,12 @@
  *
  * The server runs in a child process (its own event loop), the clients in worker threads.
  * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --runs 1
- *   --rows 1000000 --requests 200 --only sse|log]`; with --runs N the SSE half runs N times (a fresh
- *   database and server each) and ends with each run's p99s and their medians. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ *   --rows 1000000 --requests 200 --only sse|log --cpu-prof DIR]`; with --runs N the SSE half runs N times (a fresh
+ *   database and server each) and ends with each run's p99s and their medians; with --cpu-prof the
+ *   SSE server writes a V8 CPU profile of each run to DIR/sse-runN. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
@@ -32,6 +34,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '1000000' },
     requests: { type: 'string', default: '200' },
     only: { type: 'string' },
+    'cpu-prof': { type: 'string' },
   },
 });
 
@@ -128,8 +131,15 @@ if (!args.only || args.only === 'sse') {
   const count = Math.max(1, Number(args.runs));
   for (let i = 1; i <= count; i++) {
     if (count > 1) console.log(`sse run ${i} of ${count}, load average ${load()}`);
+    const profileDir = args['cpu-prof'] ? path.resolve(args['cpu-prof'], `sse-run${i}`) : undefined;
     runs.push(
-      await sseBench(Number(args.clients), Number(args.rate), Number(args.seconds), Number(args.probes)),
+      await sseBench(
+        Number(args.clients),
+        Number(args.rate),
+        Number(args.seconds),
+        Number(args.probes),
+        profileDir,
+      ),
     );
   }
   if (count > 1) {

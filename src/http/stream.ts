@@ -6,6 +6,7 @@ import type { LiveHub } from '../live/hub.ts';
 import {
   createSseWriter,
   type SerializedBatch,
+  type SseSink,
   type SseWriter,
   serializeBatch,
   sseFrame,
@@ -43,7 +44,8 @@ export const FANOUT_SLICE = 100;
  * to the sockets takes at most half of the loop: with many clients (or cores busy with other
  * work) the deliveries queued meanwhile go out together, one write per client instead of several.
  * 2 rather than 4: on a quiet machine 4 held a burst of 1,000 clients up to 40 ms and the p99
- * moved from 155 to 132 ms with 2 at the same CPU (bench/README.md, issue 22).
+ * moved from 155 to 132 ms with 2 at the same CPU (bench/README.md, issue 22). The time is the
+ * writes' own, system calls included, since each is written to the socket at once.
  */
 const FANOUT_PACE = 2;
 /** The pause the pacing adds after a burst is bounded: latency stays in tens of ms. */
@@ -228,8 +230,24 @@ export function streamPlugin(deps: StreamDeps) {
           'x-accel-buffering': 'no',
           connection: 'close',
         });
+        // The head goes out now, and the body is written to the socket itself: through the response,
+        // each write corks the socket and leaves the system call to a tick of its own
+        // (connectionCorkNT), so the burst's pacing timed less than a tenth of what it cost and every write
+        // paid a cork, a tick and a buffered chunk (bench/README.md, issue 22).
+        res.flushHeaders();
+        const socket = res.socket;
+        if (!socket) return;
+        const sink: SseSink = {
+          write: (chunk) => socket.write(chunk),
+          get writableLength() {
+            return socket.writableLength;
+          },
+          destroy: () => socket.destroy(),
+          // The response ends as before: the server closes the connection once what was written is sent.
+          end: () => res.end(),
+        };
         const client: Client = {
-          writer: createSseWriter(res, maxBufferBytes, () => {
+          writer: createSseWriter(sink, maxBufferBytes, () => {
             clients.delete(client);
             deps.logger.info('stream: slow client dropped');
           }),

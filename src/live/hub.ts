@@ -12,8 +12,11 @@ export interface LiveHubOptions {
   /** A `status` goes out this often even when nothing changes. */
   readonly heartbeatMs?: number;
   /**
-   * Batches go out at most this often: a quiet stream delivers at once, a busy one in bursts,
-   * so 1,000 clients cost one socket write each per burst instead of one per delivery.
+   * Batches go out at most this often. 0 (the default): the deliveries of one read of the store's
+   * live end (one every 10 ms at most, unless a read fills its page) go out together on the next turn of the loop. GET /events
+   * paces its bursts by what writing them costs (src/http/stream.ts), so a window here only added
+   * to the wait: with 20 ms the subscriber-to-client p99 of bench:screens was 135 against 109 ms
+   * at the same bursts and CPU (bench/README.md, issue 22).
    */
   readonly batchWindowMs?: number;
   /** Todo moves are announced at most this often, each once the read models have applied them. */
@@ -22,7 +25,7 @@ export interface LiveHubOptions {
 
 export const DEFAULT_ACTIVITY_WINDOW_MS = 60_000;
 export const DEFAULT_HEARTBEAT_MS = 15_000;
-export const DEFAULT_BATCH_WINDOW_MS = 20;
+export const DEFAULT_BATCH_WINDOW_MS = 0;
 export const DEFAULT_TODO_WINDOW_MS = 100;
 
 export interface LiveHubDeps {
@@ -44,7 +47,7 @@ export type ReplayResult =
  * The one `$all` subscription of this process (design.md "Live"). It starts at the head when the
  * process starts, multicasts every accepted delivery to all SSE clients and MCP doorbells, and
  * tracks the receiving/idle indicator. Deliveries also come out coalesced (`batches$`: at most one
- * batch per window), so a burst is serialized once and written once per client.
+ * batch per window, or per read of the store), so a burst is serialized once and written once per client.
  */
 export interface LiveHub {
   readonly activityWindowMs: number;

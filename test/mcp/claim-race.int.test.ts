@@ -1,14 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
-import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { describe, expect, it } from 'vitest';
 import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
 
@@ -17,35 +14,13 @@ const hasPg = await postgresAvailable();
  * callers racing claim_next over the same todos: only the expected revision keeps them apart.
  */
 describe.runIf(hasPg)('claim_next across processes: the expected revision decides (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let runtime: Runtime;
-  beforeAll(async () => {
-    database = await createTestDatabase('hookline_claim_race');
-    runtime = await createRuntime(
-      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
-    );
-  });
-  afterAll(async () => {
-    await runtime?.close();
-    await database?.drop();
-  });
+  const suite = useTestRuntime('hookline_claim_race');
 
   it('6 callers in each of 2 drains over 60 todos: every todo claimed exactly once', async () => {
-    const { store, clock, db } = runtime;
-    const ep = await vendEndpoint(
-      { store, clock, checkReplayTarget: async () => {} },
-      {
-        operator: 'alice',
-        human: 'alice',
-        name: 'racer',
-        queues: ['inbox'],
-        verbs: [...ALL_VERBS],
-        expiresAt: null,
-        replayTargets: [],
-      },
-    );
+    const { store, clock, db } = suite.runtime;
+    const ep = await vendTestEndpoint(suite.runtime, 'racer');
     const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: runtime.logger });
+    const followUps = createFollowUps({ logger: suite.runtime.logger });
     const ids: string[] = [];
     for (let i = 0; i < 60; i++) {
       const pushed = await pushTodo(
@@ -65,7 +40,7 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
       );
       ids.push(pushed.id);
     }
-    await runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 60_000 });
+    await suite.runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 60_000 });
 
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
     const drains = [createDrain({ store, clock, db }), createDrain({ store, clock, db })];

@@ -1,25 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { currentRevision } from '../../src/commands/cached-aggregate.ts';
 import { readAggregate } from '../../src/commands/handle-command.ts';
-import { loadConfig } from '../../src/config.ts';
 import { endpointDecider } from '../../src/domain/endpoint/decide.ts';
 import { endpointStream } from '../../src/domain/endpoint/events.ts';
 import { type EndpointFacts, factsOf } from '../../src/domain/endpoint/state.ts';
-import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { todoStream } from '../../src/domain/todo/events.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
-import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
 import { createKeptTodos } from '../../src/todos/kept.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
 
@@ -29,32 +26,9 @@ const hasPg = await postgresAvailable();
  * revision checks that concurrent requests share are each read after their request began.
  */
 describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let runtime: Runtime;
-  beforeAll(async () => {
-    database = await createTestDatabase('hookline_claimable_at_once');
-    runtime = await createRuntime(
-      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
-    );
-  });
-  afterAll(async () => {
-    await runtime?.close();
-    await database?.drop();
-  });
+  const suite = useTestRuntime('hookline_claimable_at_once');
 
-  const vend = () =>
-    vendEndpoint(
-      { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
-      {
-        operator: 'alice',
-        human: 'alice',
-        name: 'claimable',
-        queues: ['inbox'],
-        verbs: [...ALL_VERBS],
-        expiresAt: null,
-        replayTargets: [],
-      },
-    );
+  const vend = () => vendTestEndpoint(suite.runtime, 'claimable');
 
   /**
    * The store's own methods, counted, with the first ask's answer held back until released; with
@@ -86,7 +60,7 @@ describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => 
 
   for (const together of [true, false]) {
     it(`a revision asked while an older ask is under way is read after the caller began (${together ? 'streams asked together' : 'one stream at a time'})`, async () => {
-      const { store, clock } = runtime;
+      const { store, clock } = suite.runtime;
       expect(store.streamRevisions).toBeDefined();
       const ep = await vend();
       const other = await vend();
@@ -117,11 +91,11 @@ describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => 
   }
 
   it('claim_next takes a todo handed off here before the read model has it, after the older ones', async () => {
-    const { store, clock, db } = runtime;
+    const { store, clock, db } = suite.runtime;
     const ep = await vend();
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
     const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: runtime.logger });
+    const followUps = createFollowUps({ logger: suite.runtime.logger });
     // An older todo that the read model has.
     const older = await pushTodo(
       { store, clock, recorder, followUps },
@@ -138,8 +112,8 @@ describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => 
         headers: {},
       },
     );
-    await runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 10_000 });
-    await runtime.projections.stop(); // the read model stays where it is from here on
+    await suite.runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 10_000 });
+    await suite.runtime.projections.stop(); // the read model stays where it is from here on
 
     const endpoint = factsOf(
       (await readAggregate(store, endpointStream(ep.endpointId), endpointDecider)).state as EndpointFacts & {

@@ -1,28 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createCachedAggregate } from '../../src/commands/cached-aggregate.ts';
 import { readAggregate } from '../../src/commands/handle-command.ts';
-import { loadConfig } from '../../src/config.ts';
 import { endpointDecider } from '../../src/domain/endpoint/decide.ts';
 import { endpointStream } from '../../src/domain/endpoint/events.ts';
 import { type EndpointFacts, factsOf } from '../../src/domain/endpoint/state.ts';
-import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { todoDecider } from '../../src/domain/todo/decide.ts';
 import { todoStream } from '../../src/domain/todo/events.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
-import { vendEndpoint } from '../../src/endpoints/vend.ts';
 import { HooklineError } from '../../src/errors.ts';
 import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createEndpointAuth } from '../../src/mcp/auth.ts';
-import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
 import { createKeptTodos } from '../../src/todos/kept.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
+import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
 
@@ -32,35 +29,12 @@ const hasPg = await postgresAvailable();
  * kept is seen by the next request, exactly as if the stream had been read.
  */
 describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let runtime: Runtime;
-  beforeAll(async () => {
-    database = await createTestDatabase('hookline_kept_state');
-    runtime = await createRuntime(
-      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
-    );
-  });
-  afterAll(async () => {
-    await runtime?.close();
-    await database?.drop();
-  });
+  const suite = useTestRuntime('hookline_kept_state');
 
-  const vend = () =>
-    vendEndpoint(
-      { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
-      {
-        operator: 'alice',
-        human: 'alice',
-        name: 'kept',
-        queues: ['inbox'],
-        verbs: [...ALL_VERBS],
-        expiresAt: null,
-        replayTargets: [],
-      },
-    );
+  const vend = () => vendTestEndpoint(suite.runtime, 'kept');
 
   it('a kept endpoint state: the load after a revoke sees it, the MCP bearer is refused at once', async () => {
-    const { store, clock } = runtime;
+    const { store, clock } = suite.runtime;
     const ep = await vend();
     const load = createCachedAggregate(store, endpointDecider);
     const authenticate = createEndpointAuth({ store, clock });
@@ -80,10 +54,10 @@ describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', 
   });
 
   it("a todo kept by one drain after its claim: another process's release wins, the kept state completes nothing", async () => {
-    const { store, clock, db } = runtime;
+    const { store, clock, db } = suite.runtime;
     const ep = await vend();
     const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: runtime.logger });
+    const followUps = createFollowUps({ logger: suite.runtime.logger });
     const pushed = await pushTodo(
       { store, clock, recorder, followUps },
       {
@@ -129,7 +103,7 @@ describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', 
   });
 
   it('a todo handed off with its delivery is kept as reading it back would fold it, and claimed from there', async () => {
-    const { store, clock, db } = runtime;
+    const { store, clock, db } = suite.runtime;
     const ep = await vend();
     const endpoint = factsOf(
       (await readAggregate(store, endpointStream(ep.endpointId), endpointDecider)).state as EndpointFacts & {

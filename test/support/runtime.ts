@@ -1,0 +1,48 @@
+import { afterAll, beforeAll } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
+import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { createTestDatabase, type TestDatabase } from './services.ts';
+
+/**
+ * A runtime of the whole service on a database of the suite's own (server mode, logs silent),
+ * opened before the suite's tests and closed and dropped after them. Read `.runtime` inside a test
+ * or hook: it exists once the suite's beforeAll has run.
+ */
+export function useTestRuntime(databasePrefix: string): { readonly runtime: Runtime } {
+  let database: TestDatabase | undefined;
+  let runtime: Runtime | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(databasePrefix);
+    runtime = await createRuntime(
+      loadConfig({ DATABASE_URL: database.url, HOOKLINE_LOG_LEVEL: 'silent' }, 'test'),
+    );
+  });
+  afterAll(async () => {
+    await runtime?.close();
+    await database?.drop();
+  });
+  return {
+    get runtime() {
+      if (!runtime) throw new Error('the test runtime is opened in beforeAll: read it inside a test');
+      return runtime;
+    },
+  };
+}
+
+/** Vends alice an endpoint with every verb on `inbox`, as the operator API would. */
+export function vendTestEndpoint(runtime: Runtime, name: string) {
+  return vendEndpoint(
+    { store: runtime.store, clock: runtime.clock, checkReplayTarget: async () => {} },
+    {
+      operator: 'alice',
+      human: 'alice',
+      name,
+      queues: ['inbox'],
+      verbs: [...ALL_VERBS],
+      expiresAt: null,
+      replayTargets: [],
+    },
+  );
+}
