@@ -5,7 +5,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { openPostgres, type SqlDatabase } from '../../src/db/open.ts';
 import { jsonEvent, parseData } from '../../src/eventstore/codec.ts';
 import { type EventStore, StoreUnavailableError } from '../../src/eventstore/port.ts';
-import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
+import { createSqlEventStore, PRESENCE_HEARTBEAT_MS } from '../../src/eventstore/sql/store.ts';
 import {
   createTestDatabase,
   PG_ADMIN_URL,
@@ -210,6 +210,61 @@ describe.runIf(hasPg)('wake-up on commit (PostgreSQL, poll out of reach)', () =>
     f.stop();
     expect(f.seen.map((e) => parseData<{ i: number }>(e).i)).toEqual([0, 1, 2, 3, 4]);
     expect(new Set(f.seen.map((e) => e.id)).size).toBe(5);
+  });
+
+  it('a store notifies only while another process listens: alone, its commits send no NOTIFY', async () => {
+    // A NOTIFY is a commit of its own: nobody needs it when hookline runs alone. A plain LISTEN
+    // (this test's client) hears what the stores send on a channel of their own.
+    const channel = `presence_${randomUUID().slice(0, 8)}`;
+    const spy = new pg.Client({ connectionString: database.url });
+    await spy.connect();
+    const heard: string[] = [];
+    spy.on('notification', (m) => {
+      if (m.channel === channel) heard.push(m.payload ?? '');
+    });
+    await spy.query(`listen "${channel}"`);
+    const hellos = () => heard.filter((p) => p.startsWith('hello '));
+    const commits = () => heard.filter((p) => !p.startsWith('hello '));
+    const until = async (what: string, ok: () => boolean) => {
+      for (let i = 0; !ok(); i++) {
+        if (i > 600) throw new Error(`timed out waiting for ${what}`);
+        await pause(50);
+      }
+    };
+    const open = async () => {
+      const sql = openPostgres(database.url);
+      handles.push(sql);
+      const store = await createSqlEventStore(sql, { pollMs: NO_POLL_MS, notifyChannel: channel });
+      stores.push(store);
+      return store;
+    };
+    try {
+      const alone = await open();
+      await until("the store's hello", () => hellos().length >= 1);
+      // A store notifies in its first TTL (three heartbeats), whoever listens: let that pass.
+      await pause(3 * PRESENCE_HEARTBEAT_MS + 200);
+      heard.length = 0;
+      const s = uniqueStream('alone');
+      for (let i = 0; i < 5; i++) await alone.append(s, [jsonEvent('N', { i })]);
+      await pause(500);
+      expect(commits()).toEqual([]);
+
+      // Another process says hello: from then on the first store's commits reach its readers.
+      const other = await open();
+      const f = follow(other, await other.headPosition(), (e) => e.streamId === s);
+      await until('the second hello', () => new Set(hellos()).size >= 2);
+      await pause(500);
+      for (let i = 5; i < 8; i++) {
+        await pause(50);
+        await alone.append(s, [jsonEvent('N', { i })]);
+        await f.until(i - 4, ARRIVAL_TIMEOUT_MS);
+      }
+      f.stop();
+      expect(f.seen.map((e) => parseData<{ i: number }>(e).i)).toEqual([5, 6, 7]);
+      expect(commits().length).toBeGreaterThan(0);
+    } finally {
+      await spy.end();
+    }
   });
 
   it('a subscriber on a store without a listener is not woken by another store (the check can fail)', async () => {

@@ -7,7 +7,8 @@ import { sleep } from './wakeup.ts';
  * commit is followed by a NOTIFY, store.ts notifyOthers). The connection is opened with the pool's settings
  * but outside the pool: it never takes one of the pool's connections from queries, and never waits
  * for one when the pool is busy. A lost connection is replaced with backoff, and the readers read
- * once more after each (re)connect, since notifications may have been missed meanwhile.
+ * once more after each (re)connect, since notifications may have been missed meanwhile. What a
+ * notification means (a commit, a process saying it listens) is the store's to tell from its payload.
  */
 export interface NotifyListener {
   stop(): Promise<void>;
@@ -16,9 +17,8 @@ export interface NotifyListener {
 export function startNotifyListener(
   pool: pg.Pool,
   channel: string,
-  ownPayload: string,
-  /** A notification from another process's commit. */
-  onNotified: () => void,
+  /** A notification on the channel, with its payload (this process's own included). */
+  onNotified: (payload: string) => void,
   /** Listening (again): notifications may have been missed meanwhile. */
   onListening: () => void,
   onError: (err: unknown) => void,
@@ -49,8 +49,7 @@ export function startNotifyListener(
       };
       client.on('error', () => {}); // a failed connect rejects below; nothing may go unheard meanwhile
       client.on('notification', (m) => {
-        // Our own commits already woke the readers in-process.
-        if (m.channel === channel && m.payload !== ownPayload) onNotified();
+        if (m.channel === channel) onNotified(m.payload ?? '');
       });
       try {
         await client.connect();

@@ -71,6 +71,13 @@ function checkName(what: string, value: unknown): string {
   return value;
 }
 
+/** A hello's payload: this prefix and the store's instance id (a commit's payload is the id alone). */
+const HELLO_PREFIX = 'hello ';
+/** How often a store says hello on its channel (notifyOthers). */
+export const PRESENCE_HEARTBEAT_MS = 2_000;
+/** How long a store keeps notifying after it last heard another process: three heartbeats. */
+const PRESENCE_TTL_MS = 3 * PRESENCE_HEARTBEAT_MS;
+
 /** `parts`: the stream ids of an atomic append, which its events' stamps may name; absent, none may. */
 function prepareEvents(events: readonly EventData[], parts?: readonly StreamAppend[]): PreparedEvent[] {
   return events.map((e) => {
@@ -154,14 +161,28 @@ export async function createSqlEventStore(
   const loops = new Set<Promise<void>>();
   const instance = randomUUID();
   const channel = options.notifyChannel ?? 'hookline_events';
+  const hello = `${HELLO_PREFIX}${instance}`;
+  /**
+   * When another process's notification (a commit or a hello) last came: it listens too. Assumed
+   * at the start, for one TTL: the others already running are heard at their next heartbeat.
+   */
+  let othersHeardAt = performance.now();
   const listener = startNotifyListener(
     sqlDb.pool,
     channel,
-    instance,
-    () => wakeup.fire(),
-    () => wakeup.nudge(),
+    (payload) => {
+      if (payload === instance || payload === hello) return; // ours: the commit woke us in-process
+      othersHeardAt = performance.now();
+      if (!payload.startsWith(HELLO_PREFIX)) wakeup.fire();
+    },
+    () => {
+      wakeup.nudge();
+      sayHello(); // listening (again): the others learn of this process at once
+    },
     (err) => onError(err, 'listen'),
   );
+  const heartbeat = setInterval(() => sayHello(), PRESENCE_HEARTBEAT_MS);
+  heartbeat.unref();
 
   // One batch in flight. With two, an agent's claim or completion (a todo's stream) went out at
   // once as a batch of its own beside the batch of deliveries in flight: 1.7 batches and as many
@@ -199,11 +220,30 @@ export async function createSqlEventStore(
    * flush: batches of this store and every notifying transaction of the server waited on each
    * other (bench/README.md, "The write path"). A process that dies between its commit and the
    * NOTIFY leaves the others' readers to their poll (pollMs), as a lost notification always did.
+   *
+   * Only while another process is known to listen: a NOTIFY is a transaction of its own with a
+   * commit record to flush, about one per append batch, for nobody when hookline runs alone (every
+   * embedded start, most server ones). Each store says hello on the channel when its listener
+   * connects and every PRESENCE_HEARTBEAT_MS; one that has heard another process within
+   * PRESENCE_TTL_MS notifies, and so does every store in its first TTL. A process that starts is
+   * heard at its hello (before that, and if a hello is lost, its readers still poll), one that
+   * stops is forgotten after the TTL.
    */
   let notifying = false;
   let notifyAgain = false;
+  function sayHello(): void {
+    if (closed.signal.aborted) return;
+    // A lost hello costs a heartbeat's wait at most; the listener reports a lost connection.
+    track(
+      sql`select pg_notify(${channel}, ${hello})`.execute(db).then(
+        () => {},
+        () => {},
+      ),
+    );
+  }
   function notifyOthers(): void {
     if (closed.signal.aborted) return;
+    if (performance.now() - othersHeardAt > PRESENCE_TTL_MS) return;
     if (notifying) {
       notifyAgain = true;
       return;
@@ -366,6 +406,7 @@ export async function createSqlEventStore(
       closing ??= (async () => {
         await writer.drain();
         closed.abort();
+        clearInterval(heartbeat);
         await listener.stop();
         await Promise.allSettled([...loops]);
         wakeup.complete();
