@@ -193,7 +193,9 @@ describe.runIf(hasPg)('binary COPY on PostgreSQL', () => {
       await copyOut(handle.db, 'copy (select 1) to stdout (format binary)'); // connects
       const before = timeouts();
       for (let i = 0; i < 20; i++) await copyOut(handle.db, 'copy (select 1) to stdout (format binary)');
-      expect(timeouts()).toBe(before);
+      // Armed timeouts would be 20 more. The process's other timers come and go meanwhile (an
+      // earlier suite's server and pools shutting down), so the count is not expected to stay exact.
+      expect(timeouts() - before).toBeLessThan(5);
     } finally {
       await handle.close();
     }
