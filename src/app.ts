@@ -9,6 +9,7 @@ import { createFriendsRoutes } from './http/api/friends.ts';
 import { openApiPlugin } from './http/api/openapi.ts';
 import { createApiRoutes } from './http/api/plugin.ts';
 import { createQuarantineRoutes } from './http/api/quarantine.ts'; // RULES (issue 7)
+import { connectionsPlugin } from './http/connections.ts';
 import { createEndpointWebhookRoutes } from './http/endpoint-webhooks.ts';
 import { clientErrorProblem, errorsPlugin, frameworkErrors } from './http/errors-plugin.ts';
 import { healthPlugin } from './http/health.ts';
@@ -66,6 +67,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   });
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  await app.register(connectionsPlugin); // shutdown closes connections that sent nothing yet
   await app.register(errorsPlugin);
   await app.register(securityHeadersPlugin({ baseUrl: config.baseUrl })); // CSP and friends, every response
   await app.register(

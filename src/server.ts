@@ -36,15 +36,10 @@ export async function startServer(config: Config, options: StartServerOptions = 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      // Fastify stops accepting, answers 503 to new requests on kept-alive sockets and waits for
-      // in-flight requests (each of which awaits its own append) before onClose hooks run.
-      // A kept-alive socket whose request just finished would hold close() open: reap idle ones.
-      const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
-      try {
-        await app.close();
-      } finally {
-        clearInterval(reaper);
-      }
+      // Fastify stops accepting and waits for in-flight requests (each of which awaits its own
+      // append) before onClose hooks run; connections with nothing in flight are closed at once, the
+      // others when their response is done (http/connections.ts).
+      await app.close();
       await runtime.close();
     })();
     return stopping;

@@ -1,3 +1,5 @@
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Subscription } from 'rxjs';
@@ -235,7 +237,7 @@ export function streamPlugin(deps: StreamDeps) {
         // (connectionCorkNT), so the burst's pacing timed less than a tenth of what it cost and every write
         // paid a cork, a tick and a buffered chunk (bench/README.md, issue 22).
         res.flushHeaders();
-        const socket = res.socket;
+        const socket = await ownedSocket(res, request.raw.socket);
         if (!socket) return;
         const sink: SseSink = {
           write: (chunk) => socket.write(chunk),
@@ -257,7 +259,9 @@ export function streamPlugin(deps: StreamDeps) {
           lastSent: 'start',
         };
         clients.add(client);
-        request.raw.on('close', () => {
+        // The connection's own close: a request that waited behind another response on its connection
+        // may have had its 'close' already.
+        socket.once('close', () => {
           clients.delete(client);
           client.writer.close();
         });
@@ -323,4 +327,27 @@ export function streamPlugin(deps: StreamDeps) {
     },
     { name: 'hookline-stream' },
   );
+}
+
+/**
+ * The connection once this response owns it, or null if it closes first. A request that arrives
+ * while its connection is still sending an earlier response (pipelined, or a keep-alive connection
+ * reused the moment the earlier body arrived, before the server saw that response finish) is queued
+ * by Node and has no socket until that one finishes: its head waits in the response meanwhile, and
+ * is written when the socket is handed over, before the promise's continuation writes anything.
+ */
+function ownedSocket(res: ServerResponse, connection: Socket): Promise<Socket | null> {
+  if (res.socket) return Promise.resolve(res.socket);
+  return new Promise((resolve) => {
+    const assigned = (socket: Socket) => {
+      connection.off('close', gone);
+      resolve(socket);
+    };
+    const gone = () => {
+      res.off('socket', assigned);
+      resolve(null);
+    };
+    res.once('socket', assigned);
+    connection.once('close', gone);
+  });
 }

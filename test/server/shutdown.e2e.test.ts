@@ -105,4 +105,22 @@ describe('graceful shutdown', () => {
     const stored = events.find((e) => Number(e.revision) + 1 === ack.id);
     expect(stored && Buffer.from(stored.data).equals(bytes)).toBe(true);
   });
+  it('on SIGTERM closes connections that have sent nothing yet, and exits 0 before its shutdown timeout', async () => {
+    // Browsers open connections ahead of need; Node keeps one that has sent no request open until
+    // headersTimeout (60 s), so the shutdown timeout would end the process with exit code 1.
+    server = await startHookline(dataDir, { HOOKLINE_SHUTDOWN_TIMEOUT_MS: '5000' });
+    await server.healthy();
+    const spare = net.connect({ host: '127.0.0.1', port: server.port });
+    await new Promise<void>((resolve, reject) => {
+      spare.once('connect', () => resolve());
+      spare.once('error', reject);
+    });
+    const closed = new Promise<void>((resolve) => spare.once('close', () => resolve()));
+    spare.on('error', () => {});
+
+    server.kill('SIGTERM');
+    const exit = await server.exited;
+    expect(exit, `${server.stdout()}\n${server.stderr()}`).toEqual({ code: 0, signal: null });
+    await closed;
+  });
 });

@@ -1,6 +1,15 @@
+import { createHmac } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
-import { postForm, sendCodehost, startTestServer, type TestServer, until } from '../ui/support.ts';
+import {
+  CODEHOST_SECRET,
+  postForm,
+  sendCodehost,
+  startTestServer,
+  type TestServer,
+  until,
+} from '../ui/support.ts';
 import {
   appendDeliveries,
   controllableEventSource,
@@ -216,6 +225,38 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
       }
     } finally {
       for (const c of clients) c.close();
+    }
+  });
+
+  it('streams on a connection whose earlier response is still being sent (pipelined, or reused at once)', async () => {
+    // Node queues a response behind the one its connection is still sending and gives it the socket
+    // only when that one finishes; a browser or a pooled client reusing a connection at once meets
+    // the same. Here the first is a delivery, answered after its commit: the stream must start
+    // once the 202 is out, not hang with its head and nothing else.
+    const { port } = new URL(s.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    try {
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (d: string) => {
+        text += d;
+      });
+      const body = JSON.stringify({ pipelined: true });
+      const signature = `sha256=${createHmac('sha256', CODEHOST_SECRET).update(body).digest('hex')}`;
+      socket.write(
+        'POST /webhooks/codehost HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n' +
+          `x-hub-signature-256: ${signature}\r\nx-codehost-event: push\r\ncontent-length: ${body.length}\r\n\r\n${body}` +
+          'GET /events HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n',
+      );
+      await until(async () => (text.includes('event: ready') ? true : undefined), 10_000);
+      expect(text).toMatch(/^HTTP\/1\.1 202 /);
+      const second = text.indexOf('HTTP/1.1 200 ');
+      expect(second).toBeGreaterThan(0);
+      expect(text.slice(second)).toMatch(
+        /text\/event-stream[\s\S]*\r\n\r\nretry: \d+\n\n[\s\S]*event: ready\n/,
+      );
+    } finally {
+      socket.destroy();
     }
   });
 });
