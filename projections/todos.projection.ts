@@ -1,4 +1,5 @@
-import type { Insertable, Updateable } from 'kysely';
+import { type Insertable, type Kysely, sql, type Updateable } from 'kysely';
+import type { Database } from '../src/db/database.ts';
 import { decodeOneOf, isOneOfTypes } from '../src/domain/events.ts';
 import { type DrainEvent, TODO_EVENT_TYPES, type TodoEvent } from '../src/domain/todo/events.ts';
 import type { Projection } from './engine/types.ts';
@@ -13,9 +14,11 @@ export const todosProjection: Projection = {
   createTables: createTodoTables,
   handles: (e) => e.streamId.startsWith('todo-') && isOneOfTypes(TODO_EVENT_TYPES, e.type),
   /**
-   * A batch's events in few statements: the todos it creates in one insert, then one update per
-   * other todo it touches, with every column the todo's events set, in their order (each event
-   * sets columns to values, so the last value of a column is the one sequential updates leave).
+   * A batch's events in at most two statements: the todos it creates in one insert, then one
+   * update of every other todo it touches, each with every column its events set, in their order
+   * (each event sets columns to values, so the last value of a column is the one sequential
+   * updates leave). A claim and a completion arrive tens of milliseconds apart, so a batch touches
+   * several todos once each, not one todo several times: one statement for all of them (issue 23).
    */
   async apply(db, events) {
     const created: Insertable<TodosTable>[] = [];
@@ -36,11 +39,48 @@ export const todosProjection: Projection = {
         .values(created)
         .onConflict((oc) => oc.column('id').doNothing())
         .execute();
-    for (const [todoId, set] of updates) {
-      await db.updateTable('todos').set(set).where('id', '=', todoId).execute();
-    }
+    if (updates.size > 0) await updateTodos(db, updates);
   },
 };
+
+/** The columns a later event sets (changeOf), and their SQL types. */
+const CHANGED = {
+  queue: 'text',
+  state: 'text',
+  claimed_by: 'text',
+  holder_session: 'text',
+  lease_expires_at: 'timestamptz',
+  ended_at: 'timestamptz',
+  attempts: 'integer',
+  last_error: 'text',
+  updated_at: 'timestamptz',
+} as const satisfies Partial<Record<keyof TodosTable, string>>;
+
+/**
+ * One update of many todos, each with its own set of columns: the changes travel as one jsonb
+ * array of objects holding only the columns set (a column absent from a todo's object keeps its
+ * value; one present as null is set to null).
+ */
+async function updateTodos(db: Kysely<Database>, updates: ReadonlyMap<string, Updateable<TodosTable>>) {
+  const changes = [...updates].map(([id, set]) => {
+    const row: Record<string, unknown> = { id };
+    for (const [column, value] of Object.entries(set))
+      row[column] = value instanceof Date ? value.toISOString() : value;
+    return row;
+  });
+  const set = Object.fromEntries(
+    Object.entries(CHANGED).map(([column, type]) => [
+      column,
+      sql`case when v.value ? ${column} then (v.value ->> ${column})::${sql.raw(type)} else ${sql.ref(`todos.${column}`)} end`,
+    ]),
+  );
+  await db
+    .updateTable('todos')
+    .from(sql`jsonb_array_elements(${JSON.stringify(changes)}::jsonb)`.as('v'))
+    .set(set)
+    .where(sql<boolean>`todos.id = v.value ->> 'id'`)
+    .execute();
+}
 
 function rowOf(d: Extract<TodoEvent, { type: 'TodoCreated' }>['data']): Insertable<TodosTable> {
   const at = new Date(d.created_at);

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { tableExists } from './engine/tables.ts';
 import { jsonFromStored } from './pg-safe.ts';
@@ -67,6 +67,39 @@ export async function pendingCandidates(
   }
   const rows = await q.orderBy('created_at').orderBy('id').limit(filter.limit).execute();
   return rows.map((r) => ({ id: r.id, createdAt: new Date(r.created_at) }));
+}
+
+/**
+ * claim_next's first page of candidates (as pendingCandidates from the start) and, in the same
+ * statement, the current revision of one event stream (-1 when it does not exist): the MCP bearer
+ * check of the endpoint that claims, so that the call's first read is also its check (issue 23).
+ */
+export async function pendingCandidatesWithRevision(
+  db: Kysely<Database>,
+  filter: { readonly endpointId: string; readonly queues: readonly string[]; readonly limit: number },
+  streamId: string,
+): Promise<{ readonly revision: bigint; readonly candidates: Candidate[] }> {
+  const { rows } = await sql<{
+    revision: string | null;
+    id: string | null;
+    created_at: Date | string | null;
+  }>`
+    select s.revision::text as revision, c.id, c.created_at
+    from (select (select revision from es_streams where stream_id = ${streamId}) as revision) s
+    left join lateral (
+      select id, created_at from todos
+      where endpoint_id = ${filter.endpointId} and queue = any(${[...filter.queues]}::text[]) and state = 'pending'
+      order by created_at, id
+      limit ${filter.limit}
+    ) c on true
+    order by c.created_at, c.id`.execute(db);
+  const revision = rows[0]?.revision;
+  return {
+    revision: revision === null || revision === undefined ? -1n : BigInt(revision),
+    candidates: rows.flatMap((r) =>
+      r.id === null || r.created_at === null ? [] : [{ id: r.id, createdAt: new Date(r.created_at) }],
+    ),
+  };
 }
 
 /** Claimed todos whose lease ran out by `now`: the expiry job's work list. */

@@ -126,7 +126,12 @@ export function createCachedAggregate<S, E extends DomainEvent>(
   const max = options.max ?? 10_000;
   const kept = new Map<string, Aggregate<S>>();
 
-  return async function load(streamId: string): Promise<Aggregate<S>> {
+  /** The aggregate as kept, unchecked: valid only while its stream is still at its revision. */
+  const peek = (streamId: string): Aggregate<S> | undefined => kept.get(streamId);
+
+  return Object.assign(load, { peek });
+
+  async function load(streamId: string): Promise<Aggregate<S>> {
     const held = kept.get(streamId);
     if (held) {
       const revision = await currentRevision(store, streamId);
@@ -140,5 +145,5 @@ export function createCachedAggregate<S, E extends DomainEvent>(
     if (!held && kept.size >= max) kept.delete(kept.keys().next().value!);
     kept.set(streamId, fresh);
     return fresh;
-  };
+  }
 }

@@ -23,6 +23,16 @@ export interface McpRoutesDeps {
   }) => string | undefined;
   readonly sessions: SessionRegistry;
   readonly newServer: () => Promise<Server>;
+  /**
+   * A POST's first read, with the endpoint's stream revision in the same statement (claim_next's
+   * first candidates): undefined when the body calls for none. Its value reaches the tool as
+   * `authInfo.extra.readAhead` when the revision shows the endpoint as kept still current.
+   */
+  readonly readAhead?: (
+    endpoint: EndpointFacts,
+    body: unknown,
+    streamId: string,
+  ) => Promise<{ readonly revision: bigint; readonly value: unknown } | undefined>;
   /** A session with no open stream and no request for this long is closed (default 30 min). */
   readonly idleSessionMs?: number;
 }
@@ -54,12 +64,37 @@ const loadSdk = () => {
  * `{base_url}/mcp/<slug>` over Streamable HTTP (POST, GET for the notification stream, DELETE to
  * end a session). Host and Origin are checked first, then the endpoint bearer; any bearer
  * failure is 401 with a plain `WWW-Authenticate: Bearer` and no resource metadata, so an MCP
- * client is never sent to the operators' authorization server (design.md "MCP"). The transport
+ * client is never sent to the operators' authorization server (design.md "MCP"). A POST whose
+ * bearer passes on the endpoint as kept is confirmed by the handler, once its body is parsed, with
+ * the call's first read (`readAhead`: the endpoint's stream revision in the same statement), or
+ * alone; either way after the request arrived, and before anything else runs. The transport
  * then gets the raw request and response, with the body Fastify already parsed.
  */
 export function createMcpRoutes(deps: McpRoutesDeps) {
   const { sessions, logger } = deps;
   const endpoints = new WeakMap<FastifyRequest, EndpointFacts>();
+  /** POSTs whose bearer passed on the endpoint as kept: confirmed by the handler's first read. */
+  const onKept = new WeakMap<FastifyRequest, NonNullable<ReturnType<EndpointAuth['onKept']>>>();
+
+  /** The bearer check, and its 401's `WWW-Authenticate` header. */
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<EndpointFacts> => {
+    const { slug } = request.params as { slug: string };
+    const authorization = request.headers.authorization;
+    try {
+      return await deps.authenticate(slug, authorization);
+    } catch (err) {
+      if (err instanceof HooklineError && err.code === 'unauthorized') {
+        request.log.info({ reason: err.cause, slug }, 'mcp: bearer refused');
+        reply.header(
+          'www-authenticate',
+          authorization
+            ? 'Bearer realm="hookline-mcp", error="invalid_token"'
+            : 'Bearer realm="hookline-mcp"',
+        );
+      }
+      throw err;
+    }
+  };
 
   const jsonRpcError = (reply: FastifyReply, status: number, code: number, message: string) =>
     reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
@@ -88,35 +123,38 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
         localPort: request.socket.localPort,
       });
       if (refused) throw new HooklineError('forbidden', refused);
-      const { slug } = request.params as { slug: string };
-      const authorization = request.headers.authorization;
-      try {
-        endpoints.set(request, await deps.authenticate(slug, authorization));
-      } catch (err) {
-        if (err instanceof HooklineError && err.code === 'unauthorized') {
-          request.log.info({ reason: err.cause, slug }, 'mcp: bearer refused');
-          reply.header(
-            'www-authenticate',
-            authorization
-              ? 'Bearer realm="hookline-mcp", error="invalid_token"'
-              : 'Bearer realm="hookline-mcp"',
-          );
-        }
-        throw err;
+      if (request.method === 'POST' && deps.readAhead) {
+        const { slug } = request.params as { slug: string };
+        const kept = deps.authenticate.onKept(slug, request.headers.authorization);
+        // Confirmed (or checked again) by the handler, with the body's first read.
+        if (kept) return void onKept.set(request, kept);
       }
+      endpoints.set(request, await authenticate(request, reply));
     });
 
     scope.route({
       method: ['GET', 'POST', 'DELETE'],
       url: '/mcp/:slug',
       handler: async (request, reply) => {
-        const endpoint = endpoints.get(request)!;
+        let endpoint = endpoints.get(request);
+        let readAhead: unknown;
+        const kept = onKept.get(request);
+        if (!endpoint && kept && deps.readAhead) {
+          // The bearer passed on the endpoint as kept: its stream's revision, read now with the
+          // call's first read (or alone), says whether that state is still the endpoint's.
+          const ahead = await deps.readAhead(kept.facts, request.body, kept.streamId);
+          if (ahead?.revision === kept.revision) {
+            endpoint = kept.facts;
+            readAhead = ahead.value;
+          }
+        }
+        endpoint ??= await authenticate(request, reply);
         // The tools read the endpoint as authenticated by this very request.
         const auth: AuthInfo = {
           token: 'endpoint-bearer',
           clientId: endpoint.id,
           scopes: [...endpoint.verbs],
-          extra: { endpoint },
+          extra: { endpoint, ...(readAhead === undefined ? {} : { readAhead }) },
         };
         (request.raw as IncomingMessage & { auth?: AuthInfo }).auth = auth;
 

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.ts';
 import { createCachedAggregate } from '../commands/cached-aggregate.ts';
 import { endpointDecider } from '../domain/endpoint/decide.ts';
 import { endpointStream } from '../domain/endpoint/events.ts';
-import { type EndpointFacts, isExpired } from '../domain/endpoint/state.ts';
+import { type EndpointFacts, type EndpointState, isExpired } from '../domain/endpoint/state.ts';
 import { resolveEndpointId } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -12,7 +12,8 @@ import type { EventStore } from '../eventstore/port.ts';
  * The MCP bearer (spec 5): the endpoint's vended credential, compared by hash against the
  * endpoint's own stream (not a read model, so a just-vended endpoint works at once and a revoked
  * one stops at once: the state kept between requests is used only while the stream's revision is
- * the one it was folded at). Every failure is the same 401; which check failed is only logged.
+ * the one it was folded at, read after the request arrived: by `authenticate`, or with the call's
+ * own first read after `onKept`). Every failure is the same 401; which check failed is only logged.
  */
 export function createEndpointAuth(deps: { readonly store: EventStore; readonly clock: Clock }) {
   // Slugs never move to another endpoint: their resolution is cached for good.
@@ -21,13 +22,22 @@ export function createEndpointAuth(deps: { readonly store: EventStore; readonly 
   // (one small query instead of reading the stream): a revoke still stops the next request.
   const endpoints = createCachedAggregate(deps.store, endpointDecider);
 
-  return async function authenticate(
-    slug: string,
-    authorization: string | undefined,
-  ): Promise<EndpointFacts> {
-    const match = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
-    if (!match) throw unauthorized('missing', 'an endpoint bearer token is required');
-    const token = match[1]!;
+  /** The bearer against the endpoint's state: its facts, or the 401 of the first check that fails. */
+  const check = (state: EndpointState, token: string): EndpointFacts => {
+    if (state.status === 'none' || !credentialMatches(token, state.tokenHash)) {
+      throw unauthorized('invalid', 'the bearer token is not valid here');
+    }
+    if (state.status === 'revoked') throw unauthorized('revoked', 'the endpoint is revoked');
+    if (isExpired(state, deps.clock.now())) throw unauthorized('expired', 'the endpoint has expired');
+    const { status: _status, ...facts } = state;
+    return facts;
+  };
+  const tokenOf = (authorization: string | undefined): string | undefined =>
+    (authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null)?.[1];
+
+  async function authenticate(slug: string, authorization: string | undefined): Promise<EndpointFacts> {
+    const token = tokenOf(authorization);
+    if (!token) throw unauthorized('missing', 'an endpoint bearer token is required');
     let endpointId = slugs.get(slug);
     if (!endpointId) {
       endpointId = await resolveEndpointId(deps.store, slug);
@@ -37,14 +47,33 @@ export function createEndpointAuth(deps: { readonly store: EventStore; readonly 
       slugs.set(slug, endpointId);
     }
     const { state } = await endpoints(endpointStream(endpointId));
-    if (state.status === 'none' || !credentialMatches(token, state.tokenHash)) {
-      throw unauthorized('invalid', 'the bearer token is not valid here');
+    return check(state, token);
+  }
+
+  /**
+   * The bearer checked on the endpoint's state as kept, without asking for its stream's revision:
+   * the caller reads the revision with its own first statement and gives the facts only while it
+   * is still `revision` (else it calls `authenticate`, which reads the stream again). Undefined
+   * when nothing is kept or the bearer fails on the kept state: `authenticate` decides then.
+   */
+  function onKept(
+    slug: string,
+    authorization: string | undefined,
+  ): { readonly facts: EndpointFacts; readonly streamId: string; readonly revision: bigint } | undefined {
+    const token = tokenOf(authorization);
+    const endpointId = slugs.get(slug);
+    if (!token || !endpointId) return undefined;
+    const streamId = endpointStream(endpointId);
+    const held = endpoints.peek(streamId);
+    if (!held) return undefined;
+    try {
+      return { facts: check(held.state, token), streamId, revision: held.revision };
+    } catch {
+      return undefined;
     }
-    if (state.status === 'revoked') throw unauthorized('revoked', 'the endpoint is revoked');
-    if (isExpired(state, deps.clock.now())) throw unauthorized('expired', 'the endpoint has expired');
-    const { status: _status, ...facts } = state;
-    return facts;
-  };
+  }
+
+  return Object.assign(authenticate, { onKept });
 }
 
 export type EndpointAuth = ReturnType<typeof createEndpointAuth>;

@@ -17,6 +17,7 @@ import { isVerb } from '../domain/endpoint/verbs.ts';
 import { asHooklineError } from '../errors.ts';
 import { UNTRUSTED_NOTE } from './present.ts';
 import { ALL_QUEUES_URI, queueOfUri, queueUri } from './queues.ts';
+import { firstPageOf } from './read-ahead.ts';
 import { failure } from './result.ts';
 import type { McpServices } from './services.ts';
 import type { SessionRegistry } from './sessions.ts';
@@ -127,7 +128,11 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     const reads = tool.annotations.readOnlyHint === true;
     try {
       if (reads) await catchUp(extra.sessionId);
-      return await tool.run({ services, endpoint, sessionId: extra.sessionId ?? null }, parsed.data);
+      const firstPage = firstPageOf(extra.authInfo?.extra);
+      return await tool.run(
+        { services, endpoint, sessionId: extra.sessionId ?? null, ...(firstPage ? { firstPage } : {}) },
+        parsed.data,
+      );
     } catch (err) {
       const known = asHooklineError(err);
       if (known && known.status < 500) return failure(known.code, known.message);

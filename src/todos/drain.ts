@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { pendingCandidates } from '../../projections/todos.queries.ts';
+import { pendingCandidates, pendingCandidatesWithRevision } from '../../projections/todos.queries.ts';
 import { type CommandDeps, type Decide, handleCommand, readAggregate } from '../commands/handle-command.ts';
 import type { Database } from '../db/database.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -60,6 +60,19 @@ interface Candidate {
 /** claim_next's order: the oldest first, then by id. */
 const oldestFirst = (a: Candidate, b: Candidate): number =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * claim_next's first page of candidates, read ahead with another check in the same statement
+ * (firstCandidates): used by the claim_next whose endpoint and queues it was read for.
+ */
+export interface FirstPage {
+  readonly endpointId: string;
+  readonly queues: readonly string[];
+  readonly candidates: readonly Candidate[];
+}
+
+const sameQueues = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((q, i) => q === b[i]);
 
 const isDrainEvent = (e: TodoEvent): e is DrainEvent => e.type !== 'TodoCreated' && e.type !== 'TodoMoved';
 
@@ -131,6 +144,23 @@ export function createDrain(deps: DrainDeps) {
   return {
     maxAttempts,
 
+    /**
+     * The first page claim_next reads for these queues, and the current revision of `streamId`
+     * read in the same statement (the MCP bearer check of the calling endpoint, src/mcp/auth.ts).
+     */
+    async firstCandidates(
+      endpointId: string,
+      queues: readonly string[],
+      streamId: string,
+    ): Promise<{ readonly revision: bigint; readonly page: FirstPage }> {
+      const { revision, candidates } = await pendingCandidatesWithRevision(
+        deps.db,
+        { endpointId, queues, limit: FIRST_PAGE },
+        streamId,
+      );
+      return { revision, page: { endpointId, queues: [...queues], candidates } };
+    },
+
     async get(caller: Caller, todoId: string): Promise<LiveTodo> {
       return visibleTodo((await loadTodo(store, todoId)).state, caller);
     },
@@ -160,6 +190,8 @@ export function createDrain(deps: DrainDeps) {
         readonly queues: readonly string[];
         readonly sessionId: string | null;
         readonly leaseMs: number;
+        /** The first page as read ahead for this call (firstCandidates), instead of reading it here. */
+        readonly firstPage?: FirstPage;
       },
     ): Promise<Moved | null> {
       /** One candidate at the revision read; undefined when it is not (or no longer) to be had. */
@@ -205,13 +237,21 @@ export function createDrain(deps: DrainDeps) {
       let cursor: Candidate | undefined;
       // The first page holds the todos claimed lately that the read model still shows as pending
       // (it follows the claims by tens of milliseconds): past it, read further ahead per query.
+      const ahead = command.firstPage;
+      let readAhead =
+        ahead && ahead.endpointId === caller.endpointId && sameQueues(ahead.queues, command.queues)
+          ? ahead.candidates
+          : undefined;
       for (let limit = FIRST_PAGE; ; limit = 256) {
-        const page = await pendingCandidates(deps.db, {
-          endpointId: caller.endpointId,
-          queues: command.queues,
-          after: cursor,
-          limit,
-        });
+        const page =
+          readAhead ??
+          (await pendingCandidates(deps.db, {
+            endpointId: caller.endpointId,
+            queues: command.queues,
+            after: cursor,
+            limit,
+          }));
+        readAhead = undefined;
         cursor = page.length === limit ? page[page.length - 1] : undefined;
         // The kept ones up to the end of this page (all that are left after the last page), in order.
         const merged = [...page];

@@ -177,6 +177,24 @@ export function readStreamPage(
   );
 }
 
+/**
+ * The first page of a stream read forwards from its start, in one statement: its events from the
+ * stream's `truncate_before` on (none for a stream that does not exist or is truncated whole), so a
+ * short stream is read in one round trip instead of its state and then its events.
+ */
+export function readStreamFirstPage(
+  db: AnyDb,
+  streamId: string,
+  limits: PageLimits = defaultPage,
+): Promise<EventRow[]> {
+  return page(
+    db,
+    sql`stream_id = ${streamId} and revision >= (select truncate_before from es_streams where stream_id = ${streamId})`,
+    sql`es_events.revision`,
+    limits,
+  );
+}
+
 /** One event of a stream, unless truncation hides it (revision below the stream's truncate_before). */
 export async function readEventRow(
   db: AnyDb,

@@ -27,6 +27,7 @@ import {
   readCommittedPosition,
   readEventRow,
   readHeadPosition,
+  readStreamFirstPage,
   readStreamLastPosition,
   readStreamPage,
   readStreamState,
@@ -278,6 +279,14 @@ export async function createSqlEventStore(
   let closing: Promise<void> | undefined;
 
   async function* readStream(streamId: string, opts: ReadStreamOptions = {}): AsyncGenerator<RecordedEvent> {
+    if (
+      (opts.direction ?? 'forwards') === 'forwards' &&
+      opts.fromRevision === undefined &&
+      (opts.maxCount === undefined || opts.maxCount > 0)
+    ) {
+      yield* readStreamFromStart(streamId, opts.maxCount ?? Number.POSITIVE_INFINITY);
+      return;
+    }
     const state = await readStreamState(db, streamId);
     if (state.revision < 0n || state.truncateBefore > state.revision) throw new StreamNotFoundError(streamId);
     const direction = opts.direction ?? 'forwards';
@@ -293,6 +302,30 @@ export async function createSqlEventStore(
         yield event;
       }
       if (!isFullPage(rows, limits)) return;
+    }
+  }
+
+  /**
+   * A whole stream (an aggregate's load): the first page in one statement with the stream's
+   * truncation bound (reads.ts, readStreamFirstPage), the rest as readStream pages them.
+   */
+  async function* readStreamFromStart(streamId: string, maxCount: number): AsyncGenerator<RecordedEvent> {
+    let remaining = maxCount;
+    let limits = { maxRows: Math.min(defaultPage.maxRows, remaining), maxBytes: defaultPage.maxBytes };
+    let rows = await readStreamFirstPage(db, streamId, limits);
+    if (rows.length === 0) throw new StreamNotFoundError(streamId);
+    const lowest = BigInt(rows[0]!.revision);
+    for (;;) {
+      let from = lowest;
+      for (const row of rows) {
+        const event = toRecordedEvent(row);
+        from = event.revision + 1n;
+        remaining--;
+        yield event;
+      }
+      if (remaining <= 0 || !isFullPage(rows, limits)) return;
+      limits = { maxRows: Math.min(defaultPage.maxRows, remaining), maxBytes: defaultPage.maxBytes };
+      rows = await readStreamPage(db, streamId, from, lowest, 'forwards', limits);
     }
   }
 

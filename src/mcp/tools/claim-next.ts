@@ -21,6 +21,7 @@ export const claimNext = defineTool({
       queues: queuesFor(ctx.endpoint, args.queue),
       sessionId: ctx.sessionId,
       leaseMs: leaseMs(args.lease_seconds, DEFAULT_LEASE_MS),
+      ...(ctx.firstPage ? { firstPage: ctx.firstPage } : {}),
     });
     if (!moved) return ok({ todo: null, lease_id: null, lease_expires_at: null });
     return ok({

@@ -2,6 +2,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { z } from 'zod';
 import type { EndpointFacts } from '../../domain/endpoint/state.ts';
 import type { Verb } from '../../domain/endpoint/verbs.ts';
+import type { FirstPage } from '../../todos/drain.ts';
 import type { McpServices } from '../services.ts';
 
 /** What a tool call knows: the services, the endpoint as authenticated for this very request, its session. */
@@ -9,6 +10,8 @@ export interface ToolContext {
   readonly services: McpServices;
   readonly endpoint: EndpointFacts;
   readonly sessionId: string | null;
+  /** claim_next's first candidates, read with this request's bearer check (src/mcp/read-ahead.ts). */
+  readonly firstPage?: FirstPage;
 }
 
 /**

@@ -1,0 +1,41 @@
+import type { EndpointFacts } from '../domain/endpoint/state.ts';
+import type { Drain, FirstPage } from '../todos/drain.ts';
+import { queuesFor } from './tools/scope.ts';
+
+/**
+ * What a tool call can read before its tool runs, in the statement that also checks the bearer
+ * (src/http/mcp.ts, `readAhead`): claim_next's first page of candidates. An agent's loop is
+ * claim_next then complete, so half its calls are claim_next, and each saves a statement.
+ */
+
+/** The queues a POST body's claim_next call takes from; undefined for any other body, or one the tool will refuse. */
+export function claimNextQueues(endpoint: EndpointFacts, body: unknown): string[] | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const { method, params } = body as { method?: unknown; params?: unknown };
+  if (method !== 'tools/call' || typeof params !== 'object' || params === null) return undefined;
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  if (name !== 'claim_next' || !endpoint.verbs.includes('claim_next')) return undefined;
+  const queue = typeof args === 'object' && args !== null ? (args as { queue?: unknown }).queue : undefined;
+  if (queue !== undefined && typeof queue !== 'string') return undefined;
+  try {
+    return queuesFor(endpoint, queue);
+  } catch {
+    return undefined; // outside the endpoint's scope: the tool refuses it
+  }
+}
+
+export async function readClaimNextAhead(
+  drain: Pick<Drain, 'firstCandidates'>,
+  endpoint: EndpointFacts,
+  queues: readonly string[],
+  streamId: string,
+): Promise<{ readonly revision: bigint; readonly value: FirstPage }> {
+  const { revision, page } = await drain.firstCandidates(endpoint.id, queues, streamId);
+  return { revision, value: page };
+}
+
+/** The first page read ahead for this call, if one was (authInfo.extra.readAhead). */
+export function firstPageOf(extra: Record<string, unknown> | undefined): FirstPage | undefined {
+  const value = extra?.readAhead as FirstPage | undefined;
+  return value && Array.isArray(value.candidates) ? value : undefined;
+}
