@@ -4,40 +4,51 @@
  * external-id reservation), embedded (its own PostgreSQL) and on PostgreSQL. A backlog is written
  * first (not timed); the clock runs from the start of the consumers until every entry is
  * acknowledged. The projections run as in the service, and the time for the log read model to
- * catch up is printed too. Run: `npm run bench:broker` (Node 24). See bench/README.md.
- *
- *   --messages N    entries in the backlog (default 10000)
- *   --size BYTES    payload size (default 1024)
- *   --only NAME     embedded | postgres
- *   --projections   both (default) | on | off: with the read models built alongside, as in the
- *                   service, and without (the consumer and the log append alone)
- *   --trace         print progress every 3 s
- *   --batch N       entries per XREADGROUP (COUNT; default 200, the service's)
- *   HOOKLINE_BENCH_PG_URL     admin URL of PostgreSQL (default postgres://postgres@127.0.0.1:5432/postgres)
- *   HOOKLINE_BENCH_REDIS_URL  Redis (default redis://127.0.0.1:6379)
+ * catch up is printed too. Run: `npm run bench:broker` (Node 24; `-- --help` for the options).
+ * See bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
 import { DELIVERIES_STREAM } from '../src/domain/delivery/events.ts';
 import { BROKER_GROUP, startBrokerConsumers } from '../src/ingest/broker/index.ts';
 import { createIngestion } from '../src/ingest/index.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    messages: { type: 'string', default: '10000' },
-    size: { type: 'string', default: '1024' },
-    only: { type: 'string' },
-    projections: { type: 'string', default: 'both' },
-    trace: { type: 'boolean', default: false },
-    batch: { type: 'string', default: '200' },
+const args = benchArgs(
+  {
+    script: 'bench:broker',
+    summary:
+      'Redis Streams entries turned into delivery events a second by the broker consumer (appended before XACK), embedded and on PostgreSQL, from a backlog written first; and the time for the log read model to catch up.',
+    environment: {
+      HOOKLINE_BENCH_PG_URL: PG_URL_HELP,
+      HOOKLINE_BENCH_REDIS_URL: 'Redis (default redis://127.0.0.1:6379)',
+    },
   },
-});
+  {
+    messages: { type: 'string', default: '10000', value: 'N', describe: 'entries in the backlog' },
+    size: { type: 'string', default: '1024', value: 'BYTES', describe: 'payload size' },
+    only: { type: 'string', value: 'NAME', describe: 'one backend: embedded | postgres' },
+    projections: {
+      type: 'string',
+      default: 'both',
+      value: 'WHICH',
+      describe:
+        'on (read models built alongside, as in the service) | off (the consumer and the log append alone) | both',
+    },
+    trace: { type: 'boolean', default: false, describe: 'print progress every 3 s' },
+    batch: {
+      type: 'string',
+      default: '200',
+      value: 'N',
+      describe: "entries per XREADGROUP (COUNT); the service's is 200",
+    },
+  },
+);
 const messages = Number(args.messages);
 const size = Number(args.size);
 const batch = Number(args.batch);

@@ -1,20 +1,14 @@
 /**
- * Drain benchmark (issue 6, point 7): 8 agents drain 10,000 todos over MCP (the SDK's real client
- * over Streamable HTTP against a listening server), each looping claim_next then complete until
- * the queue is empty. Prints todos per second, claim_next and complete latency (p50/p99), and
- * the doorbell latency (a push until the subscribed agent hears notifications/resources/updated).
- * Checks that every todo was claimed exactly once. Run: `npm run bench:drain`. See bench/README.md.
- *
- *   --todos N       todos to drain (default 10000)
- *   --agents N      agents draining at once (default 8)
- *   --rings N       doorbell samples (default 200)
- *   --mode M        server (PostgreSQL, default) | embedded (PGlite in memory)
- *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+ * Drain benchmark (issue 6, point 7): agents drain todos over MCP (the SDK's real client over
+ * Streamable HTTP against a listening server), each looping claim_next then complete until the
+ * queue is empty. Prints todos per second, claim_next and complete latency (p50/p99), and the
+ * doorbell latency (a push until the subscribed agent hears notifications/resources/updated).
+ * Checks that every todo was claimed exactly once. Run: `npm run bench:drain` (`-- --help` for the
+ * options). See bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -26,17 +20,29 @@ import { createFollowUps } from '../src/follow-up.ts';
 import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { pushTodo } from '../src/todos/push.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    todos: { type: 'string', default: '10000' },
-    agents: { type: 'string', default: '8' },
-    rings: { type: 'string', default: '200' },
-    mode: { type: 'string', default: 'server' },
+const args = benchArgs(
+  {
+    script: 'bench:drain',
+    summary:
+      'Agents drain todos over MCP with claim_next then complete; prints todos a second, claim_next, complete and doorbell latency, and checks every todo was claimed exactly once.',
+    environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
   },
-});
+  {
+    todos: { type: 'string', default: '10000', value: 'N', describe: 'todos to drain' },
+    agents: { type: 'string', default: '8', value: 'N', describe: 'agents draining at once' },
+    rings: { type: 'string', default: '200', value: 'N', describe: 'doorbell samples' },
+    mode: {
+      type: 'string',
+      default: 'server',
+      value: 'MODE',
+      describe: "server (PostgreSQL) | embedded (hookline's own PostgreSQL in a scratch data directory)",
+    },
+  },
+);
 const TODOS = Number(args.todos);
 const AGENTS = Number(args.agents);
 const RINGS = Number(args.rings);
@@ -187,7 +193,7 @@ async function main() {
       .execute();
 
     console.log(
-      `\nbench:drain (${embedded ? 'embedded, PGlite in memory' : 'server, PostgreSQL'}; load average ${loadavg()
+      `\nbench:drain (${embedded ? 'embedded, its own PostgreSQL' : 'server, PostgreSQL'}; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')})`,
     );

@@ -7,7 +7,7 @@
  * the CPU of the server and of its PostgreSQL backends, rows, WAL bytes and deliveries per commit.
  * Embedded mode's memory is sampled every `--memory-every` ms (default 1,000) on a worker thread
  * (bench/peak-sampler.ts), off the thread that drives the load.
- * `npm run bench:ingest [-- --seconds 10 --rounds 3 --connections 32 --only bare,durable,postgres,embedded]`.
+ * `npm run bench:ingest` (`-- --help` for the options).
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -16,10 +16,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import {
   backendCpu,
   backendsGone,
@@ -286,22 +286,57 @@ function managedPostgresCpu(dataDir: string): Map<number, number> | undefined {
 const databaseOf = (url: string): string => decodeURIComponent(new URL(url).pathname.slice(1));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      serve: { type: 'string' },
-      duration: { type: 'string' },
-      seconds: { type: 'string' },
-      rounds: { type: 'string', default: '1' },
-      warmup: { type: 'string', default: '3' },
-      connections: { type: 'string', default: '32' },
-      only: { type: 'string', default: 'bare,durable,postgres,embedded' },
-      'no-delivery-id': { type: 'boolean', default: false },
-      'cpu-prof': { type: 'string' },
-      'node-flags': { type: 'string' },
-      rate: { type: 'string', default: '0' },
-      'memory-every': { type: 'string', default: '1000' },
+  const values = benchArgs(
+    {
+      script: 'bench:ingest',
+      summary:
+        'A signed 1.5 KB codehost payload over 32 connections against a bare route, a minimal durable route, hookline on PostgreSQL and hookline embedded, each in a child process; req/s, p50, p99, the ratios, and per delivery the CPU of the server and of its PostgreSQL, rows, WAL bytes and deliveries a commit.',
+      environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
     },
-  });
+    {
+      serve: { type: 'string' }, // a child process's role
+      seconds: { type: 'string', value: 'S', describe: 'seconds of load a target (default 10)' },
+      duration: { type: 'string', value: 'S', describe: 'the same as --seconds' },
+      rounds: {
+        type: 'string',
+        default: '1',
+        value: 'N',
+        describe: 'rounds, alternating the targets; medians printed',
+      },
+      warmup: { type: 'string', default: '3', value: 'S', describe: 'seconds of unmeasured load first' },
+      connections: { type: 'string', default: '32', value: 'N', describe: 'concurrent connections' },
+      only: {
+        type: 'string',
+        default: 'bare,durable,postgres,embedded',
+        value: 'LIST',
+        describe: 'the targets run',
+      },
+      'no-delivery-id': { type: 'boolean', default: false, describe: 'send no delivery id (no dedup key)' },
+      'cpu-prof': {
+        type: 'string',
+        value: 'DIR',
+        describe: "the servers' V8 CPU profiles, to DIR/<target>-roundN",
+      },
+      'node-flags': {
+        type: 'string',
+        value: 'FLAGS',
+        describe: "more flags for the servers' Node (--node-flags=--flag)",
+      },
+      rate: {
+        type: 'string',
+        default: '0',
+        value: 'R',
+        describe: 'requests a second over all connections; 0 as fast as they go',
+      },
+      'memory-every': {
+        type: 'string',
+        default: '1000',
+        value: 'MS',
+        describe: 'embedded: how often its memory is sampled',
+      },
+    },
+  );
+
   if (values.serve) {
     const port =
       values.serve === 'bare'

@@ -4,12 +4,9 @@
  * in SQL (not timed; in transactions of 100,000, as many writers would have left them), then
  * rebuilds the read models that follow deliveries through the same code as
  * `hookline projections rebuild`, one after another, and prints events per second for each.
- *
- * `npm run bench:rebuild [-- --events 1000000 --payload 1536 --only log,providers,stream_stats]`.
- * HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * `npm run bench:rebuild` (`-- --help` for the options).
  */
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createLogCounter } from '../projections/engine/lag.ts';
 import { createLockSession } from '../projections/engine/lock.ts';
@@ -18,18 +15,30 @@ import { allProjections } from '../projections/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { openPostgres } from '../src/db/open.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SEED_CHUNK = 100_000;
 
-const { values: args } = parseArgs({
-  options: {
-    events: { type: 'string', default: '1000000' },
-    payload: { type: 'string', default: '1536' },
-    only: { type: 'string', default: 'log,providers,stream_stats' },
+const args = benchArgs(
+  {
+    script: 'bench:rebuild',
+    summary:
+      'Seeds a fresh database with delivery events (not timed), then rebuilds the read models that follow deliveries, one after another, and prints events a second for each.',
+    environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
   },
-});
+  {
+    events: { type: 'string', default: '1000000', value: 'N', describe: 'delivery events seeded' },
+    payload: { type: 'string', default: '1536', value: 'BYTES', describe: 'payload size of each' },
+    only: {
+      type: 'string',
+      default: 'log,providers,stream_stats',
+      value: 'LIST',
+      describe: 'the read models rebuilt',
+    },
+  },
+);
 const total = Number(args.events);
 const payloadBytes = Number(args.payload);
 const names = args.only.split(',').map((s) => s.trim());

@@ -2,13 +2,12 @@
  * Routing rules benchmark (issue 7, point 9): what rules cost per delivery, and what they do to
  * ingestion. Part 1 evaluates a list of 5 rules in the sandbox, one delivery at a time and then 16
  * at once, and prints p50/p99 per evaluation, evaluations a second, and the CPU an evaluation
- * costs in this process and in the sandbox process. Part 2 runs hookline in this process (embedded, PGlite in memory) and
- * drives POST /webhooks/w/<token> with autocannon on a webhook with 5 rules and on one with none.
- * `npm run bench:rules [-- --evaluations 2000 --duration 10 --connections 16 --parts evaluation,ingest]`.
+ * costs in this process and in the sandbox process. Part 2 runs hookline in this process (embedded
+ * mode, its own PostgreSQL in a scratch data directory) and drives POST /webhooks/w/<token> with
+ * autocannon on a webhook with 5 rules and on one with none. `npm run bench:rules` (`-- --help`).
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createRuleEngine, type RuleSource, toRuleDelivery } from '../rules-sandbox/index.ts';
 import { buildApp } from '../src/app.ts';
@@ -18,16 +17,37 @@ import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
 import { vendEndpoint } from '../src/endpoints/vend.ts';
 import { jsonEvent } from '../src/eventstore/codec.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { benchArgs } from './args.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 
-const { values } = parseArgs({
-  options: {
-    evaluations: { type: 'string', default: '2000' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '16' },
-    parts: { type: 'string', default: 'evaluation,ingest' },
+const values = benchArgs(
+  {
+    script: 'bench:rules',
+    summary:
+      'Part evaluation: 5 rules evaluated in the sandbox, one delivery at a time and 16 at once (p50/p99, evaluations a second, CPU). Part ingest: POST /webhooks/w/<token> on a webhook with 5 rules and on one with none, embedded mode.',
   },
-});
+  {
+    evaluations: {
+      type: 'string',
+      default: '2000',
+      value: 'N',
+      describe: 'evaluations timed in the evaluation part',
+    },
+    duration: {
+      type: 'string',
+      default: '10',
+      value: 'S',
+      describe: 'seconds of load per webhook in the ingest part',
+    },
+    connections: {
+      type: 'string',
+      default: '16',
+      value: 'N',
+      describe: 'concurrent connections in the ingest part',
+    },
+    parts: { type: 'string', default: 'evaluation,ingest', value: 'LIST', describe: 'which parts to run' },
+  },
+);
 const parts = new Set(values.parts.split(',').map((p) => p.trim()));
 
 /** Five rules of the kind people write: header checks, event types, a payload field, a default. */
@@ -178,7 +198,7 @@ async function ingestThroughput(duration: number, connections: number) {
         errors: result.errors,
       };
     };
-    await run(plain.ingestToken); // warm up PGlite and the routes (discarded)
+    await run(plain.ingestToken); // warm up the database and the routes (discarded)
     const none = await run(plain.ingestToken);
     const five = await run(ruled.ingestToken);
     return { none, five };

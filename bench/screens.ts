@@ -12,31 +12,48 @@
  *    then GET /log with each filter (htmx fragment), q searches and the full page, p50/p95 over Q requests.
  *
  * The server runs in a child process (its own event loop), the clients in worker threads.
- * `npm run bench:screens [-- --clients 1000 --probes 10 --rate 500 --seconds 10 --runs 1
- *   --rows 1000000 --requests 200 --only sse|log --cpu-prof DIR]`; with --runs N the SSE half runs N times (a fresh
- *   database and server each) and ends with each run's p99s and their medians; with --cpu-prof the
- *   SSE server writes a V8 CPU profile of each run to DIR/sse-runN. HOOKLINE_BENCH_PG_URL: admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * `npm run bench:screens` (`-- --help` for the options).
  */
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { formatMemory, type Memory, retentionOff, startServer, withDatabase } from './screens-server.ts';
 import { type SseRun, sseBench } from './screens-sse.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    clients: { type: 'string', default: '1000' },
-    probes: { type: 'string', default: '10' },
-    runs: { type: 'string', default: '1' },
-    rate: { type: 'string', default: '500' },
-    seconds: { type: 'string', default: '10' },
-    rows: { type: 'string', default: '1000000' },
-    requests: { type: 'string', default: '200' },
-    only: { type: 'string' },
-    'cpu-prof': { type: 'string' },
+const args = benchArgs(
+  {
+    script: 'bench:screens',
+    summary:
+      'sse: clients on GET /events while deliveries are recorded at a fixed rate; latency from received_at to each client (p50/p99/max, and its parts), every delivery once to every client. log: GET /log with each filter, q searches and the full page over a seeded log_events (p50/p95).',
+    environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
   },
-});
+  {
+    clients: { type: 'string', default: '1000', value: 'N', describe: 'sse: clients on GET /events' },
+    probes: {
+      type: 'string',
+      default: '10',
+      value: 'N',
+      describe: 'sse: of them, clients in a lightly loaded worker of their own',
+    },
+    runs: {
+      type: 'string',
+      default: '1',
+      value: 'N',
+      describe: "sse: runs, each on a fresh database and server; ends with each run's p99s and their medians",
+    },
+    rate: { type: 'string', default: '500', value: 'R', describe: 'sse: deliveries recorded a second' },
+    seconds: { type: 'string', default: '10', value: 'S', describe: 'sse: seconds of recording' },
+    rows: { type: 'string', default: '1000000', value: 'N', describe: 'log: rows seeded' },
+    requests: { type: 'string', default: '200', value: 'N', describe: 'log: requests a query' },
+    only: { type: 'string', value: 'PART', describe: 'one part: sse | log' },
+    'cpu-prof': {
+      type: 'string',
+      value: 'DIR',
+      describe: "sse: the server's V8 CPU profile of each run, to DIR/sse-runN",
+    },
+  },
+);
 
 const percentile = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * p) - 1)]!;

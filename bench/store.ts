@@ -1,33 +1,38 @@
 /**
  * Event store benchmark (issue 2, point 12): append throughput with 32 concurrent writers of 1 KB
  * events (group commit), and catch-up read rate, in embedded mode (hookline's own PostgreSQL) and on PostgreSQL. Prints a table of
- * medians over a few rounds. Run: `npm run bench:store` (Node 24). See bench/README.md.
- *
- *   --rounds N      rounds per case (default 3)
- *   --seconds S     append phase per round (default 3)
- *   --only NAME     embedded | postgres
- *   --connections N PostgreSQL: append batches in flight at once (default 2, the store's default)
- *   HOOKLINE_BENCH_PG_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+ * medians over a few rounds. Run: `npm run bench:store` (Node 24; `-- --help` for the options). See bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { openEmbedded, openPostgres, type SqlDatabase } from '../src/db/open.ts';
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '3' },
-    only: { type: 'string' },
-    connections: { type: 'string', default: '2' },
+const args = benchArgs(
+  {
+    script: 'bench:store',
+    summary:
+      'Appends with 32 concurrent writers of 1 KB events (group commit), then reads $all back, in embedded mode and on PostgreSQL; prints medians.',
+    environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
   },
-});
+  {
+    rounds: { type: 'string', default: '3', value: 'N', describe: 'rounds per case' },
+    seconds: { type: 'string', default: '3', value: 'S', describe: 'append phase per round' },
+    only: { type: 'string', value: 'NAME', describe: 'one backend: embedded | postgres' },
+    connections: {
+      type: 'string',
+      default: '2',
+      value: 'N',
+      describe: 'PostgreSQL: append batches in flight at once; the service runs 1',
+    },
+  },
+);
 const rounds = Number(args.rounds);
 const seconds = Number(args.seconds);
 const WRITERS = 32;
