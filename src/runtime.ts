@@ -44,7 +44,7 @@ export interface Runtime {
 export interface RuntimeOptions {
   readonly logger?: Logger;
   readonly clock?: Clock;
-  /** Embedded mode, tests: a database of its own on the data directory's server (default `hookline`). */
+  /** Embedded mode, tests: a database of its own on the data directory's server (default: the one `pg/hookline.json` names). */
   readonly embeddedDatabase?: string;
   /**
    * The database, opened and migrated already (db/prepare.ts): `hookline serve` begins that before

@@ -44,7 +44,13 @@ const CREDENTIALS_FILE = 'hookline.json';
 const SOCKET_PORT = 5432;
 /** sun_path holds 108 bytes on Linux, 104 on macOS; PostgreSQL needs room for `/.s.PGSQL.5432`. */
 const MAX_SOCKET_DIR = 90;
-const DATABASE = 'hookline';
+/**
+ * The database hookline serves from on a cluster it initialises: the cluster's own `postgres`,
+ * which initdb creates, so that a first start copies no template (`CREATE DATABASE` was about
+ * 0.15 to 0.2 s of it: bench/README.md, "Embedded first start"). `pg/hookline.json` names it;
+ * a cluster initialised before this names `hookline`, which it holds, and keeps using it.
+ */
+const DATABASE = 'postgres';
 const USER = 'hookline';
 
 /** The user a root hookline runs PostgreSQL as (PostgreSQL refuses to run as root). */
@@ -513,7 +519,8 @@ export interface ManagedPostgresOptions {
   /** Told what happened (started, adopted, left running), one sentence each. */
   readonly onInfo?: (message: string) => void;
   /**
-   * The database to use on the server, created when missing; default `hookline`. Tests give each
+   * The database to use on the server, created when missing; default the one `pg/hookline.json`
+   * names (`postgres`; `hookline` on a cluster an earlier hookline initialised). Tests give each
    * runtime a database of its own on one shared managed server (test/support/embedded.ts).
    */
   readonly database?: string;
@@ -578,7 +585,7 @@ async function waitReady(
   }
 }
 
-/** Ensures the cluster's `hookline` database exists (created on the first start). */
+/** Ensures `database` exists on the cluster (a test's own, or a database lost since). */
 async function ensureDatabase(credentials: Credentials, pm: PostmasterPid, database: string): Promise<void> {
   const client = new pg.Client({
     connectionString: connectionUrl(credentials, pm.socketDir, pm.port, 'postgres'),
@@ -605,7 +612,6 @@ export async function startManagedPostgres(
   options: ManagedPostgresOptions = {},
 ): Promise<ManagedPostgres> {
   const info = options.onInfo ?? (() => {});
-  const database = options.database ?? DATABASE;
   await mkdir(dataDir, { recursive: true });
   // Both only read; the PGlite refusal is the one reported when both fail.
   const [refused, found] = await Promise.allSettled([
@@ -626,6 +632,10 @@ export async function startManagedPostgres(
   ));
   if (fresh) await initCluster(dataDir, bin, user, options.onWaiting);
   const credentials = await readCredentials(clusterDir);
+  const database = options.database ?? credentials.database;
+  // A cluster this start initialised holds its own database already; another (a test's) is
+  // created at once rather than on the caller's refused connection.
+  const createNow = fresh && database !== credentials.database;
 
   for (let attempt = 0; ; attempt++) {
     const running = await readPostmasterPid(clusterDir);
@@ -671,7 +681,7 @@ export async function startManagedPostgres(
       options.onWaiting?.();
       const pm = child.pid ? await waitReady(clusterDir, child.pid, () => !exited, 120_000) : undefined;
       if (pm) {
-        if (fresh || !options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
+        if (createNow || !options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
         info(`started PostgreSQL on ${clusterDir} (pid ${pm.pid}, socket in ${pm.socketDir})`);
         return handle(dataDir, clusterDir, credentials, pm, database, false, info);
       }

@@ -103,8 +103,9 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
 
 /**
  * The pool's first connection, kept in the pool for the start's first queries: it also tells
- * whether the database exists. Refused with 3D000 (a new cluster, or a database of a test's own),
- * the database is created and the connection tried again; every other start opens no other.
+ * whether the database exists. Refused with 3D000 (a database of a test's own, or one dropped
+ * since), the database is created and the connection tried again; every other start, the first
+ * included (it serves from the `postgres` database initdb made), opens no other.
  */
 async function firstConnection(pool: pg.Pool, managed: ManagedPostgres): Promise<void> {
   let client: pg.PoolClient;

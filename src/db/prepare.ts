@@ -11,7 +11,7 @@ import { openEmbedded, openPostgres, type SqlDatabase } from './open.ts';
  */
 
 export interface OpenSqlOptions {
-  /** Embedded mode, tests: a database of its own on the data directory's server (default `hookline`). */
+  /** Embedded mode, tests: a database of its own on the data directory's server (default: the one `pg/hookline.json` names). */
   readonly embeddedDatabase?: string;
   /** Embedded mode: told when the start begins to wait on initdb or PostgreSQL (managed-postgres.ts). */
   readonly onWaiting?: () => void;

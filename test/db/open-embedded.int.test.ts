@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openEmbedded } from '../../src/db/open.ts';
-import { embeddedTarget } from '../support/embedded.ts';
+import { embeddedTarget, freshDataDir, removeDataDir } from '../support/embedded.ts';
 
 /**
  * openEmbedded on an initialised cluster opens no administrative connection: the pool's first
@@ -63,6 +65,33 @@ describe('openEmbedded on a running managed server', () => {
     } finally {
       await sql.close();
       await target.drop();
+    }
+  });
+});
+
+describe('the database a data directory serves from', () => {
+  async function servedDatabase(dataDir: string): Promise<string> {
+    const sql = await openEmbedded(dataDir);
+    try {
+      const { rows } = await sql.pool.query<{ db: string }>('select current_database() as db');
+      return rows[0]!.db;
+    } finally {
+      await sql.close();
+    }
+  }
+
+  it('is the one pg/hookline.json names: `postgres` since initdb made it, `hookline` on a cluster made before', async () => {
+    const dataDir = await freshDataDir(); // the run's template: both databases exist and are migrated
+    try {
+      const file = path.join(dataDir, 'pg', 'hookline.json');
+      const credentials = JSON.parse(await readFile(file, 'utf8')) as { database: string };
+      expect(credentials.database).toBe('postgres');
+      expect(await servedDatabase(dataDir)).toBe('postgres');
+      // A cluster initialised before: its file names `hookline`, the database its data is in.
+      await writeFile(file, `${JSON.stringify({ ...credentials, database: 'hookline' })}\n`, { mode: 0o600 });
+      expect(await servedDatabase(dataDir)).toBe('hookline');
+    } finally {
+      await removeDataDir(dataDir);
     }
   });
 });

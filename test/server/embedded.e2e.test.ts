@@ -65,16 +65,25 @@ describe('hookline serve, embedded (its own PostgreSQL)', () => {
     expect(existsSync(path.join(dataDir, 'postgres.log'))).toBe(true);
 
     // Durable as any PostgreSQL: fsync and synchronous_commit on.
-    const { user, password } = JSON.parse(readFileSync(credentials, 'utf8')) as {
+    const { user, password, database } = JSON.parse(readFileSync(credentials, 'utf8')) as {
       user: string;
       password: string;
+      database: string;
     };
-    const client = new pg.Client({ host: pm.socketDir, user, password, database: 'hookline' });
+    // It serves from the cluster's own `postgres` database: a first start creates none.
+    expect(database).toBe('postgres');
+    const client = new pg.Client({ host: pm.socketDir, user, password, database });
     await client.connect();
     const settings = await client.query<{ name: string; setting: string }>(
       "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', 'listen_addresses')",
     );
+    const names = await client.query<{ datname: string }>('select datname from pg_database order by datname');
+    const served = await client.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'hookline'",
+    );
     await client.end();
+    expect(names.rows.map((r) => r.datname)).toEqual(['postgres', 'template0', 'template1']);
+    expect(served.rows[0]!.n).toBeGreaterThan(0);
     expect(Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]))).toEqual({
       fsync: 'on',
       synchronous_commit: 'on',

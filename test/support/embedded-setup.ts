@@ -32,12 +32,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const root = await mkdtemp(path.join(os.tmpdir(), 'hookline-test-'));
   await chmod(root, 0o755); // PostgreSQL runs as another user when the tests run as root
   const template = path.join(root, 'template');
-  const first = await startManagedPostgres(template);
-  const migrating = openPostgres(first.url, { max: 1, queryTimeoutMs: 0 });
-  try {
-    await migrateToLatest(migrating.db);
-  } finally {
-    await migrating.close();
+  // Two databases migrated: `postgres`, which a hookline started on a copy serves from (the one
+  // pg/hookline.json names), and `hookline`, which nobody connects to, the template of the slots'
+  // per-test databases (CREATE DATABASE copies only a template without other sessions).
+  const first = await startManagedPostgres(template, { database: 'hookline' });
+  for (const url of [first.url, first.urlFor('postgres')]) {
+    const migrating = openPostgres(url, { max: 1, queryTimeoutMs: 0 });
+    try {
+      await migrateToLatest(migrating.db);
+    } finally {
+      await migrating.close();
+    }
   }
   await first.stop();
 
