@@ -276,6 +276,7 @@ async function agentPath(
   senders: number,
   agentCount: number,
   afterRules: () => void = () => {},
+  postsDone: () => Promise<void> = async () => {},
 ): Promise<AgentPath> {
   const base = `http://127.0.0.1:${ready.port}`;
   const mcp = (v: Vended) => `${base}/mcp/${v.slug}`;
@@ -356,6 +357,7 @@ async function agentPath(
 
   const started = performance.now();
   const posted = await post(ingest(ready.load), seconds, senders, BODY, {}, 'webhook-id');
+  await postsDone();
   probing = false;
   await probe;
   // Every acknowledged delivery is a todo (and a POST still in flight when the run ended may have
@@ -495,14 +497,33 @@ async function main(): Promise<void> {
         for (const rules of ruleCounts) {
           before = await snapshot();
           // The sandbox starts when the rules are saved (their compile check): its start-up is left out.
-          const r = await agentPath(ready, rules, seconds, senders, agentCount, () => {
-            if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
-          });
+          // The CPU of the posting window too: what the rate depends on (the agents' calls made
+          // meanwhile included, not the drain of the backlog after it).
+          let posting: Snapshot | undefined;
+          const r = await agentPath(
+            ready,
+            rules,
+            seconds,
+            senders,
+            agentCount,
+            () => {
+              if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
+            },
+            async () => {
+              posting = await snapshot();
+            },
+          );
           delivered += r.posted.ok;
           const agentCosts = costs(before, await snapshot(), r.posted.ok);
           console.log(
             `  ${mode}, ${rules} rules: per delivery (claims and completions included) ${JSON.stringify(agentCosts)}`,
           );
+          if (posting) {
+            const { 'node CPU ms': node, 'pg CPU ms': pgCpu } = costs(before, posting, r.posted.ok);
+            console.log(
+              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}`,
+            );
+          }
           await phase(`${rules} rules (agents' claims and completions included)`);
           await statements(r.posted.ok);
           const pp = (xs: number[]) =>
