@@ -5,17 +5,17 @@
  * stopped with hookline); server mode beside it in the same run (first start migrates an empty
  * database). After each start, idle memory: hookline's RSS and its PostgreSQL's (RSS and PSS of
  * the postmaster and its children). Prints medians over the rounds.
- * `npm run bench:boot [-- --rounds 3]`.
+ * `npm run bench:boot` (`-- --help` for the options).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { memoryOf, postmasterOf, processTree } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 
 const BIN = fileURLToPath(new URL('../bin/hookline.mjs', import.meta.url));
 
@@ -121,7 +121,15 @@ async function serverRound(): Promise<Round> {
   }
 }
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
+const values = benchArgs(
+  {
+    script: 'bench:boot',
+    summary:
+      "hookline serve from spawn to the first /healthz 200: embedded mode's first start on an empty data directory and a later one, server mode beside them; idle memory of hookline and its PostgreSQL after each. Medians.",
+    environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
+  },
+  { rounds: { type: 'string', default: '3', value: 'N', describe: 'rounds, the modes alternating' } },
+);
 const rounds = Number(values.rounds);
 const load = () =>
   os
