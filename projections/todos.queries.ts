@@ -79,6 +79,9 @@ export async function pendingCandidatesWithRevision(
   filter: { readonly endpointId: string; readonly queues: readonly string[]; readonly limit: number },
   streamId: string,
 ): Promise<{ readonly revision: bigint; readonly candidates: Candidate[] }> {
+  // `queue in (…)`, as pendingCandidates: with one queue it is an equality, and the index's order
+  // ends the scan at the page (`= any(array)` sorted every pending todo of a backlog first).
+  const queues = filter.queues.length > 0 ? sql`queue in (${sql.join([...filter.queues])})` : sql`false`;
   const { rows } = await sql<{
     revision: string | null;
     id: string | null;
@@ -88,7 +91,7 @@ export async function pendingCandidatesWithRevision(
     from (select (select revision from es_streams where stream_id = ${streamId}) as revision) s
     left join lateral (
       select id, created_at from todos
-      where endpoint_id = ${filter.endpointId} and queue = any(${[...filter.queues]}::text[]) and state = 'pending'
+      where endpoint_id = ${filter.endpointId} and ${queues} and state = 'pending'
       order by created_at, id
       limit ${filter.limit}
     ) c on true
