@@ -14,8 +14,7 @@
  *
  * Prints deliveries/s, the POST's p50/p99, the doorbell's p50/p99, todos claimed per second, the
  * instance receiver's rate and the ratio, and checks that every todo was claimed exactly once.
- * `npm run bench:agent [-- --duration 10 --senders 16 --agents 4 --only postgres,embedded --rules 0,5]`.
- * HOOKLINE_BENCH_PG_URL: admin URL of the PostgreSQL server (default the local one).
+ * `npm run bench:agent` (`-- --help` for the options).
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -25,13 +24,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
@@ -383,18 +382,30 @@ async function agentPath(
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      serve: { type: 'boolean', default: false },
-      duration: { type: 'string', default: '10' },
-      senders: { type: 'string', default: '16' },
-      agents: { type: 'string', default: '4' },
-      only: { type: 'string', default: 'postgres,embedded' },
-      rules: { type: 'string', default: '0,5' },
-      'cpu-prof': { type: 'string' },
-      statements: { type: 'boolean', default: false },
+  const values = benchArgs(
+    {
+      script: 'bench:agent',
+      summary:
+        "Senders post to an endpoint's webhook (no rules, then 5) while MCP SDK agents drain the queue with claim_next/complete and a probe times the doorbell; deliveries/s, the POST's and the doorbell's p50/p99, todos claimed a second, and the ratio to the instance receiver's rate in the same run, per mode.",
+      environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
     },
-  });
+    {
+      serve: { type: 'boolean', default: false }, // a child process's role
+      duration: { type: 'string', default: '10', value: 'S', describe: 'seconds of posting a phase' },
+      senders: { type: 'string', default: '16', value: 'N', describe: 'concurrent senders' },
+      agents: { type: 'string', default: '4', value: 'N', describe: 'MCP SDK agents draining' },
+      only: { type: 'string', default: 'postgres,embedded', value: 'LIST', describe: 'the modes run' },
+      rules: { type: 'string', default: '0,5', value: 'LIST', describe: "the webhook's rule counts run" },
+      'cpu-prof': { type: 'string', value: 'DIR', describe: "the server's V8 CPU profile, to DIR/<mode>" },
+      statements: {
+        type: 'boolean',
+        default: false,
+        describe:
+          'PostgreSQL: statements a delivery from pg_stat_statements (needs the extension loaded on the server)',
+      },
+    },
+  );
+
   if (values.serve) {
     const ready = await serve();
     process.stdout.write(`READY ${JSON.stringify(ready)}\n`);

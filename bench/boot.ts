@@ -12,10 +12,10 @@ import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
+import { benchArgs, PG_URL_HELP } from './args.ts';
 import { memoryOf, postmasterOf, processTree } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
-import { benchArgs, PG_URL_HELP } from './args.ts';
 
 const BIN = fileURLToPath(new URL('../bin/hookline.mjs', import.meta.url));
 
