@@ -116,17 +116,27 @@ async function serveHookline(): Promise<number> {
 
 // ---- parent: drive each target -----------------------------------------------------------
 
-/** An administrative connection string for embedded mode's own server (pg/hookline.json, its socket). */
-async function managedAdminUrl(dataDir: string): Promise<string> {
+/**
+ * An administrative connection string for embedded mode's own server (pg/hookline.json, its
+ * socket), and the database hookline serves from there (`postgres` on a cluster it initialised
+ * since 990371d, `hookline` on an older one): the file names it.
+ */
+async function managedServer(dataDir: string): Promise<{ adminUrl: string; database: string }> {
   const cluster = path.join(dataDir, 'pg');
-  const { user, password } = JSON.parse(await readFile(path.join(cluster, 'hookline.json'), 'utf8')) as {
+  const { user, password, database } = JSON.parse(
+    await readFile(path.join(cluster, 'hookline.json'), 'utf8'),
+  ) as {
     user: string;
     password: string;
+    database: string;
   };
   const lines = (await readFile(path.join(cluster, 'postmaster.pid'), 'utf8')).split('\n');
   const port = lines[3]!.trim();
   const socketDir = lines[4]!.trim();
-  return `postgresql://${encodeURIComponent(user)}:${encodeURIComponent(password)}@/postgres?host=${encodeURIComponent(socketDir)}&port=${port}`;
+  return {
+    adminUrl: `postgresql://${encodeURIComponent(user)}:${encodeURIComponent(password)}@/postgres?host=${encodeURIComponent(socketDir)}&port=${port}`,
+    database,
+  };
 }
 
 function startChild(
@@ -399,8 +409,9 @@ async function main(): Promise<void> {
         const dir = env.HOOKLINE_DATA_DIR;
         // Embedded mode's own server is read as the shared one is: through an administrative
         // connection (its socket and hookline's credentials), so both get the same settling.
-        const adminUrl = dir ? await managedAdminUrl(dir) : BENCH_ADMIN_URL;
-        if (dir) database = 'hookline';
+        const managed = dir ? await managedServer(dir) : undefined;
+        const adminUrl = managed?.adminUrl ?? BENCH_ADMIN_URL;
+        if (managed) database = managed.database;
         try {
           if (database) start = await databaseCounters(adminUrl, database);
           if (warmup > 0) warmupOk = (await drive(target, port, warmup, connections, body, deliveryIds)).ok;
