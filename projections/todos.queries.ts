@@ -41,20 +41,20 @@ export interface Candidate {
   readonly createdAt: Date;
 }
 
+interface CandidateFilter {
+  readonly endpointId: string;
+  /** Not empty. */
+  readonly queues: readonly string[];
+  readonly after?: Candidate | undefined;
+  readonly limit: number;
+}
+
 /**
- * Pending todos of an endpoint's queues, oldest first, strictly after a (created_at, id) cursor:
- * claim_next's candidates. The read model may lag; the claim itself checks the todo's stream.
+ * The one query of claim_next's candidates: pending todos of an endpoint's queues, oldest first,
+ * strictly after a (created_at, id) cursor. `queue in (…)`: with one queue it is an equality, and
+ * the index's order ends the scan at the page (`= any(array)` sorted every pending todo first).
  */
-export async function pendingCandidates(
-  db: Kysely<Database>,
-  filter: {
-    readonly endpointId: string;
-    readonly queues: readonly string[];
-    readonly after: Candidate | undefined;
-    readonly limit: number;
-  },
-): Promise<Candidate[]> {
-  if (filter.queues.length === 0) return [];
+function candidatesQuery(db: Kysely<Database>, filter: CandidateFilter) {
   let q = db
     .selectFrom('todos')
     .select(['id', 'created_at'])
@@ -65,7 +65,16 @@ export async function pendingCandidates(
   if (after) {
     q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.createdAt, after.id)));
   }
-  const rows = await q.orderBy('created_at').orderBy('id').limit(filter.limit).execute();
+  return q.orderBy('created_at').orderBy('id').limit(filter.limit);
+}
+
+/**
+ * Pending todos of an endpoint's queues, oldest first, strictly after a (created_at, id) cursor:
+ * claim_next's candidates. The read model may lag; the claim itself checks the todo's stream.
+ */
+export async function pendingCandidates(db: Kysely<Database>, filter: CandidateFilter): Promise<Candidate[]> {
+  if (filter.queues.length === 0) return [];
+  const rows = await candidatesQuery(db, filter).execute();
   return rows.map((r) => ({ id: r.id, createdAt: new Date(r.created_at) }));
 }
 
@@ -79,26 +88,24 @@ export async function pendingCandidatesWithRevision(
   filter: { readonly endpointId: string; readonly queues: readonly string[]; readonly limit: number },
   streamId: string,
 ): Promise<{ readonly revision: bigint; readonly candidates: Candidate[] }> {
-  // `queue in (…)`, as pendingCandidates: with one queue it is an equality, and the index's order
-  // ends the scan at the page (`= any(array)` sorted every pending todo of a backlog first).
-  const queues = filter.queues.length > 0 ? sql`queue in (${sql.join([...filter.queues])})` : sql`false`;
+  const revisionOf = sql<
+    string | null
+  >`(select revision::text from es_streams where stream_id = ${streamId})`;
+  if (filter.queues.length === 0) {
+    const { rows } = await sql<{ revision: string | null }>`select ${revisionOf} as revision`.execute(db);
+    return { revision: BigInt(rows[0]?.revision ?? -1), candidates: [] };
+  }
   const { rows } = await sql<{
     revision: string | null;
     id: string | null;
     created_at: Date | string | null;
   }>`
-    select s.revision::text as revision, c.id, c.created_at
-    from (select (select revision from es_streams where stream_id = ${streamId}) as revision) s
-    left join lateral (
-      select id, created_at from todos
-      where endpoint_id = ${filter.endpointId} and ${queues} and state = 'pending'
-      order by created_at, id
-      limit ${filter.limit}
-    ) c on true
+    select s.revision, c.id, c.created_at
+    from (select ${revisionOf} as revision) s
+    left join lateral ${candidatesQuery(db, filter)} c on true
     order by c.created_at, c.id`.execute(db);
-  const revision = rows[0]?.revision;
   return {
-    revision: revision === null || revision === undefined ? -1n : BigInt(revision),
+    revision: BigInt(rows[0]?.revision ?? -1),
     candidates: rows.flatMap((r) =>
       r.id === null || r.created_at === null ? [] : [{ id: r.id, createdAt: new Date(r.created_at) }],
     ),
