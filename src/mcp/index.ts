@@ -10,7 +10,7 @@ import { startLeaseExpiry } from '../todos/lease-expiry.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createEndpointAuth } from './auth.ts';
 import { startDoorbell } from './doorbell.ts';
-import { claimNextQueues, readClaimNextAhead } from './read-ahead.ts';
+import { createReadAhead } from './read-ahead.ts';
 import { createRebindingGuard } from './rebinding.ts';
 import type { McpServices } from './services.ts';
 import { createSessionRegistry } from './sessions.ts';
@@ -77,10 +77,7 @@ export function createMcp(
   const routes = createMcpRoutes({
     logger,
     authenticate: createEndpointAuth({ store, clock }),
-    readAhead: async (endpoint, body, streamId) => {
-      const queues = claimNextQueues(endpoint, body);
-      return queues && (await readClaimNextAhead(drain, endpoint, queues, streamId));
-    },
+    readAhead: createReadAhead(drain),
     checkRebinding: createRebindingGuard(config.baseUrl),
     sessions,
     // The MCP SDK is loaded with the first session (src/http/mcp.ts).

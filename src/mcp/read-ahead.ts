@@ -9,7 +9,7 @@ import { queuesFor } from './tools/scope.ts';
  */
 
 /** The queues a POST body's claim_next call takes from; undefined for any other body, or one the tool will refuse. */
-export function claimNextQueues(endpoint: EndpointFacts, body: unknown): string[] | undefined {
+function claimNextQueues(endpoint: EndpointFacts, body: unknown): string[] | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const { method, params } = body as { method?: unknown; params?: unknown };
   if (method !== 'tools/call' || typeof params !== 'object' || params === null) return undefined;
@@ -24,14 +24,18 @@ export function claimNextQueues(endpoint: EndpointFacts, body: unknown): string[
   }
 }
 
-export async function readClaimNextAhead(
-  drain: Pick<Drain, 'firstCandidates'>,
-  endpoint: EndpointFacts,
-  queues: readonly string[],
-  streamId: string,
-): Promise<{ readonly revision: bigint; readonly value: FirstPage }> {
-  const { revision, page } = await drain.firstCandidates(endpoint.id, queues, streamId);
-  return { revision, value: page };
+/** A POST's read-ahead (src/http/mcp.ts, `readAhead`): claim_next's first page, with the endpoint stream's revision. */
+export function createReadAhead(drain: Pick<Drain, 'firstCandidates'>) {
+  return async (
+    endpoint: EndpointFacts,
+    body: unknown,
+    streamId: string,
+  ): Promise<{ readonly revision: bigint; readonly value: FirstPage } | undefined> => {
+    const queues = claimNextQueues(endpoint, body);
+    if (!queues) return undefined;
+    const { revision, page } = await drain.firstCandidates(endpoint.id, queues, streamId);
+    return { revision, value: page };
+  };
 }
 
 /** The first page read ahead for this call, if one was (authInfo.extra.readAhead). */
