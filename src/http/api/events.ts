@@ -2,12 +2,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
-import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
+import type { OperatorAuth } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
 import { attemptOut, replayAndRecord } from '../../replay/record.ts';
 import type { Runtime } from '../../runtime.ts';
 import { summarizeZod } from '../errors-plugin.ts';
 import { findLoggedDelivery } from '../logged-delivery.ts';
+import { operatorBearer } from './operator-bearer.ts';
 import { answer, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
 import { EventDetail, EventPage, ReplayAttempt, ReplayIn } from './schemas.ts';
 
@@ -68,29 +69,13 @@ const ReplayBody = refusedAs(
 
 export function createEventRoutes(deps: EventsApiDeps) {
   const { runtime, auth } = deps;
-  const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
+  const { principal, verify } = operatorBearer(auth);
 
   const routes = async (scope: FastifyInstance) => {
     const api = withZodSchemas(scope);
-    api.addHook('onRequest', async (request, reply) => {
-      try {
-        principals.set(request, await auth.verifyBearer(request.headers.authorization));
-      } catch (err) {
-        reply.header(
-          'www-authenticate',
-          request.headers.authorization
-            ? 'Bearer realm="hookline", error="invalid_token"'
-            : 'Bearer realm="hookline"',
-        );
-        throw err;
-      }
-    });
+    api.addHook('onRequest', verify);
 
-    const operatorOf = (request: FastifyRequest): string => {
-      const p = principals.get(request);
-      if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
-      return p.operator;
-    };
+    const operatorOf = (request: FastifyRequest): string => principal(request).operator;
 
     api.get(
       '/events',

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { findFriendOf, listFriendsOf } from '../../../projections/friends.queries.ts';
-import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
+import type { OperatorAuth } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
 import {
   approveFriend,
@@ -18,6 +18,7 @@ import {
 import type { Runtime } from '../../runtime.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { friendCredentialOut, friendOut } from './friends-present.ts';
+import { operatorBearer } from './operator-bearer.ts';
 import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
 import { FriendCredentialOut, FriendOut, FriendRequestsOut, RefParams } from './schemas.ts';
 
@@ -57,12 +58,7 @@ export function createFriendsRoutes(deps: FriendsApiDeps) {
   const { runtime, auth } = deps;
   const { config, store, clock, db } = runtime;
   const friendDeps: FriendDeps = { store, clock, secretBox: deps.secretBox };
-  const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
-  const principal = (request: FastifyRequest): OperatorPrincipal => {
-    const p = principals.get(request);
-    if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
-    return p;
-  };
+  const { principal, verify } = operatorBearer(auth);
   const settle = async (position: string | undefined) => {
     if (!position) return;
     await runtime.projections
@@ -98,19 +94,7 @@ export function createFriendsRoutes(deps: FriendsApiDeps) {
 
   const routes = async (scope: FastifyInstance) => {
     const api = withZodSchemas(scope);
-    api.addHook('onRequest', async (request, reply) => {
-      try {
-        principals.set(request, await auth.verifyBearer(request.headers.authorization));
-      } catch (err) {
-        reply.header(
-          'www-authenticate',
-          request.headers.authorization
-            ? 'Bearer realm="hookline", error="invalid_token"'
-            : 'Bearer realm="hookline"',
-        );
-        throw err;
-      }
-    });
+    api.addHook('onRequest', verify);
 
     api.get(
       '/friends',

@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { listAgents } from '../../../projections/agents.queries.ts';
 import { listEndpoints } from '../../../projections/endpoints.queries.ts';
-import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
+import type { OperatorAuth } from '../../auth/index.ts';
 import { DEFAULT_VERBS, normalizeVerbs } from '../../domain/endpoint/verbs.ts';
 import { DEFAULT_QUEUE } from '../../domain/queue.ts';
 import { changeEndpointScope } from '../../endpoints/change.ts';
@@ -15,6 +15,7 @@ import type { DeliveryRecorder } from '../../ingest/recorder.ts';
 import { sanitizeHeaders } from '../../ingest/sanitize.ts';
 import type { Runtime } from '../../runtime.ts';
 import { pushTodo } from '../../todos/push.ts';
+import { operatorBearer } from './operator-bearer.ts';
 import { endpointRowOut, endpointStateOut, vendedOut } from './present.ts';
 import { checkReplayTargetAtVend } from './replay-targets.ts';
 import { answer, operatorRoute, problem, withZodSchemas } from './route-schema.ts';
@@ -44,14 +45,6 @@ export interface ApiDeps {
   readonly followUpBoundMs?: number;
 }
 
-const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
-
-function principal(request: FastifyRequest): OperatorPrincipal {
-  const p = principals.get(request);
-  if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
-  return p;
-}
-
 /**
  * The operator API, /api/v1 (spec 4.10-4.13). Every route needs an operator access token,
  * checked before the body is read, so a bad bearer is 401 whatever the body; then the route's zod
@@ -69,6 +62,7 @@ export function createApiRoutes(deps: ApiDeps) {
 async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
   const { runtime, auth } = deps;
   const { config, store, clock, db } = runtime;
+  const { principal, verify } = operatorBearer(auth);
   const checkReplayTarget = deps.checkReplayTarget ?? checkReplayTargetAtVend;
   const followUps = createFollowUps({
     logger: runtime.logger,
@@ -92,20 +86,7 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
 
   await api.register(async (scope) => {
     const secured = withZodSchemas(scope);
-    secured.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-      try {
-        principals.set(request, await auth.verifyBearer(request.headers.authorization));
-      } catch (err) {
-        // RFC 6750 §3: say which realm, and that the token (if one was sent) is the problem.
-        reply.header(
-          'www-authenticate',
-          request.headers.authorization
-            ? 'Bearer realm="hookline", error="invalid_token"'
-            : 'Bearer realm="hookline"',
-        );
-        throw err;
-      }
-    });
+    secured.addHook('onRequest', verify);
 
     secured.get(
       '/me',

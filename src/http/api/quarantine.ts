@@ -1,13 +1,13 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { listQuarantine } from '../../../projections/quarantine.queries.ts';
 import type { QuarantineRow } from '../../../projections/quarantine.table.ts';
-import type { OperatorAuth, OperatorPrincipal } from '../../auth/index.ts';
+import type { OperatorAuth } from '../../auth/index.ts';
 import { queueNameSchema } from '../../domain/queue.ts';
-import { HooklineError } from '../../errors.ts';
 import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
+import { operatorBearer } from './operator-bearer.ts';
 import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
 import { QuarantinePage, ReleaseOut } from './schemas.ts';
 
@@ -77,28 +77,11 @@ const holdOut = (r: QuarantineRow) => ({
  */
 export function createQuarantineRoutes(deps: QuarantineApiDeps) {
   const { runtime, auth } = deps;
-  const principals = new WeakMap<FastifyRequest, OperatorPrincipal>();
-  const principal = (request: FastifyRequest): OperatorPrincipal => {
-    const p = principals.get(request);
-    if (!p) throw new HooklineError('unauthorized', 'an operator bearer token is required');
-    return p;
-  };
+  const { principal, verify } = operatorBearer(auth);
 
   const routes = async (scope: FastifyInstance) => {
     const api = withZodSchemas(scope);
-    api.addHook('onRequest', async (request, reply) => {
-      try {
-        principals.set(request, await auth.verifyBearer(request.headers.authorization));
-      } catch (err) {
-        reply.header(
-          'www-authenticate',
-          request.headers.authorization
-            ? 'Bearer realm="hookline", error="invalid_token"'
-            : 'Bearer realm="hookline"',
-        );
-        throw err;
-      }
-    });
+    api.addHook('onRequest', verify);
 
     api.get(
       '/quarantine',

@@ -160,6 +160,35 @@ describe('the OpenAPI document', () => {
     );
   });
 
+  it('serves what each operation declares: 401 with the RFC 6750 challenge without a bearer, and to a bad one', async () => {
+    const doc = await fetchDocument();
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!op.security?.length) continue;
+        const target = `${url}/api/v1${path.replace(/\{[^}]+\}/g, 'x')}`;
+        const where = `${method.toUpperCase()} ${path}`;
+        const body = method === 'get' ? {} : { body: '{}', headers: { 'content-type': 'application/json' } };
+        const none = await fetch(target, { method: method.toUpperCase(), ...body });
+        expect(none.status, where).toBe(401);
+        expect(none.headers.get('www-authenticate'), where).toBe('Bearer realm="hookline"');
+        expect(((await none.json()) as { code: string }).code, where).toBe('unauthorized');
+        const bad = await fetch(target, {
+          method: method.toUpperCase(),
+          ...body,
+          headers: { ...(body.headers ?? {}), authorization: 'Bearer not-a-token' },
+        });
+        expect(bad.status, where).toBe(401);
+        expect(bad.headers.get('www-authenticate'), where).toBe(
+          'Bearer realm="hookline", error="invalid_token"',
+        );
+        await bad.body?.cancel();
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(15);
+  });
+
   it('keeps the problem documents of bad input: the route schemas refuse as the handlers did', async () => {
     const alice = await operator(url, 'alice');
     const limit = await alice.call<Record<string, unknown>>('GET', '/quarantine?limit=0');
