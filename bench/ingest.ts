@@ -31,6 +31,7 @@ import {
   signatureValid,
 } from './ingest-reference.ts';
 import { peakRssMb, postmasterOf, processTree } from './memory.ts';
+import { prose } from './payload.ts';
 import { sampleEmbeddedPeaks } from './peak-sampler.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
@@ -44,7 +45,7 @@ let overallRate = 0;
 
 type Target = 'bare' | 'durable' | 'postgres' | 'embedded';
 
-/** A push-like codehost payload padded to exactly 1,536 bytes. */
+/** A push-like codehost payload padded with prose (bench/payload.ts) to exactly 1,536 bytes. */
 function payload(): string {
   const base = {
     ref: 'refs/heads/main',
@@ -67,7 +68,7 @@ function payload(): string {
     padding: '',
   };
   const without = JSON.stringify(base).length;
-  base.padding = 'x'.repeat(1536 - without);
+  base.padding = prose(1536 - without);
   return JSON.stringify(base);
 }
 

@@ -5,18 +5,15 @@ import { RETENTION_STREAM } from '../src/domain/retention/events.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import type { Projection } from './engine/types.ts';
 import { logRetainedFrom } from './log.queries.ts';
-import { createLogTables, SEARCH_TEXT_MAX, searchableText } from './log.table.ts';
+import { createLogTables, SEARCH_TEXT_MAX } from './log.table.ts';
 import { textSafe } from './pg-safe.ts';
 
 const decoder = new TextDecoder();
 
-/**
- * The payload as text for `q`: UTF-8 (a bad byte becomes U+FFFD), no NUL, at most SEARCH_TEXT_MAX
- * characters, words no `q` can match replaced by a short stand-in (searchableText).
- */
+/** The payload as text for `q`: UTF-8 (a bad byte becomes U+FFFD), no NUL, at most SEARCH_TEXT_MAX characters. */
 function searchText(payload: Uint8Array): string {
   const head = payload.byteLength > SEARCH_TEXT_MAX * 4 ? payload.subarray(0, SEARCH_TEXT_MAX * 4) : payload;
-  return searchableText(decoder.decode(head).slice(0, SEARCH_TEXT_MAX).replaceAll('\u0000', ' '));
+  return decoder.decode(head).slice(0, SEARCH_TEXT_MAX).replaceAll('\u0000', ' ');
 }
 /** Rows and payload bytes per COPY (each is one buffer in memory before it is sent). */
 const COPY_ROWS_MAX = 2_000;

@@ -5,7 +5,7 @@ import { decodeDeliveryMetadata } from '../src/domain/events.ts';
 import { parseProviderName } from '../src/domain/provider/names.ts';
 import { HooklineError } from '../src/errors.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import { type LogEventsTable, Q_MAX } from './log.table.ts';
+import type { LogEventsTable } from './log.table.ts';
 import { textSafe } from './pg-safe.ts';
 
 const decoder = new TextDecoder();
@@ -234,7 +234,7 @@ export async function listEvents(
   if (filters.after_id !== undefined) q = q.where('id', '>', BigInt(filters.after_id));
   const text = filters.q?.trim();
   if (text) {
-    if (text.length > Q_MAX) throw invalid('q', `q is longer than ${Q_MAX} characters`);
+    if (text.length > 200) throw invalid('q', 'q is longer than 200 characters');
     // PostgreSQL text cannot hold a NUL: refused here rather than failing in the driver.
     if (text.includes('\u0000')) throw invalid('q', 'q must not contain a NUL character');
     q = q.where(sql<boolean>`search @@ websearch_to_tsquery('simple'::regconfig, ${text})`);

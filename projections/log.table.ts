@@ -3,28 +3,6 @@ import { type ColumnType, type Kysely, sql } from 'kysely';
 /** How much of a payload `q` searches (a tsvector holds at most 1 MB). */
 export const SEARCH_TEXT_MAX = 64 * 1024;
 
-/** The longest `q` (characters): none of its words can be longer, so no longer word of a payload can match. */
-export const Q_MAX = 200;
-
-/**
- * A JSON string value made of more than Q_MAX and fewer than 2,047 ASCII letters (PostgreSQL's
- * parser makes one word of it, and indexes words up to 2,046 bytes). No `q` can find such a word,
- * but parsing it is most of `to_tsvector`'s cost when a payload has one (bench/README.md, issue 20).
- */
-const UNSEARCHABLE_WORD = new RegExp(`(?<=")[A-Za-z]{${Q_MAX + 1},2046}(?=")`, 'g');
-/** What stands in for such a word: one word, so every later word keeps its position (phrases), and as unsearchable. */
-const UNSEARCHABLE_STAND_IN = 'z'.repeat(Q_MAX + 1);
-
-/**
- * The text the `search` vector is made from: `text` with every unsearchable word replaced by a
- * stand-in of the same kind. The vector then differs from `text`'s only in lexemes longer than
- * Q_MAX, which no `q` matches, so every search finds the same rows
- * (test/projections/log-search.int.test.ts checks the vectors against PostgreSQL's own).
- */
-export function searchableText(text: string): string {
-  return text.length > Q_MAX ? text.replace(UNSEARCHABLE_WORD, UNSEARCHABLE_STAND_IN) : text;
-}
-
 /** The log read model (spec 2.2/2.3), one row per `DeliveryReceived` of the `deliveries` stream. */
 export interface LogEventsTable {
   /** The spec's event id: `deliveries` revision + 1. */
