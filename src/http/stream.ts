@@ -185,17 +185,25 @@ export function streamPlugin(deps: StreamDeps) {
         }
       };
 
+      /** Takes the clients gone out of the ring; the cursor stays on the same next client. */
+      const compact = (): void => {
+        let kept = 0;
+        let at = cursor;
+        for (let i = 0; i < ring.length; i++) {
+          const client = ring[i]!;
+          if (clients.has(client)) ring[kept++] = client;
+          else if (i < cursor) at--;
+        }
+        ring.length = kept;
+        cursor = at;
+      };
+
       /** Back at the start of the ring: forget the clients gone and the chunks every client has. */
       const wrap = (): void => {
         cursor = 0;
+        compact();
         let oldest = newest;
-        let kept = 0;
-        for (const client of ring) {
-          if (!clients.has(client)) continue;
-          ring[kept++] = client;
-          if (client.seen < oldest) oldest = client.seen;
-        }
-        ring.length = kept;
+        for (const client of ring) if (client.seen < oldest) oldest = client.seen;
         if (oldest > dropped) {
           chunks.splice(0, oldest - dropped);
           dropped = oldest;
@@ -314,6 +322,9 @@ export function streamPlugin(deps: StreamDeps) {
           lastSent: 'start',
           seen: newest,
         };
+        // Only a round takes the clients gone out of the ring: with no deliveries, clients that come
+        // and go would pile up in it (their sockets with them).
+        if (ring.length >= 2 * clients.size + 64) compact();
         clients.add(client);
         ring.push(client);
         // The connection's own close: a request that waited behind another response on its connection
