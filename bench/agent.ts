@@ -32,6 +32,7 @@ import pg from 'pg';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
 import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts';
+import { prose } from './payload.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 import { formatWriterStats, scrapeMetrics, writerStats } from './writer-stats.ts';
@@ -83,7 +84,7 @@ const BODY = JSON.stringify({
     service: 'api',
     environment: 'production',
     sha: randomBytes(20).toString('hex'),
-    notes: 'x'.repeat(400),
+    notes: prose(400),
   },
 });
 

@@ -16,7 +16,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
@@ -31,6 +31,7 @@ import {
   signatureValid,
 } from './ingest-reference.ts';
 import { peakRssMb, postmasterOf, processTree } from './memory.ts';
+import { prose } from './payload.ts';
 import { sampleEmbeddedPeaks } from './peak-sampler.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
@@ -44,7 +45,7 @@ let overallRate = 0;
 
 type Target = 'bare' | 'durable' | 'postgres' | 'embedded';
 
-/** A push-like codehost payload padded to exactly 1,536 bytes. */
+/** A push-like codehost payload padded with prose (bench/payload.ts) to exactly 1,536 bytes. */
 function payload(): string {
   const base = {
     ref: 'refs/heads/main',
@@ -67,7 +68,7 @@ function payload(): string {
     padding: '',
   };
   const without = JSON.stringify(base).length;
-  base.padding = 'x'.repeat(1536 - without);
+  base.padding = prose(1536 - without);
   return JSON.stringify(base);
 }
 
@@ -257,7 +258,10 @@ async function drive(
           },
         ],
   };
-  const r = await autocannon(options);
+  // Imported here, by the parent only: the servers are this same file, and a static import made
+  // each of them load autocannon too (9 to 12 MB of hookline's RSS at idle that `hookline serve`
+  // does not hold).
+  const r = await (await import('autocannon')).default(options);
   return {
     target,
     rps: r.requests.average,
@@ -311,7 +315,7 @@ async function main(): Promise<void> {
         type: 'string',
         default: '1',
         value: 'N',
-        describe: 'rounds, alternating the targets; medians printed',
+        describe: 'rounds, the targets in turn, in reverse order every other round; medians printed',
       },
       warmup: { type: 'string', default: '3', value: 'S', describe: 'seconds of unmeasured load first' },
       connections: { type: 'string', default: '32', value: 'N', describe: 'concurrent connections' },
@@ -368,7 +372,7 @@ async function main(): Promise<void> {
   const body = payload();
   const deliveryIds = !values['no-delivery-id'];
   console.log(
-    `signed codehost payload of ${Buffer.byteLength(body)} bytes, ${connections} connections, ${seconds} s per target (+${warmup} s warm-up), ${rounds} round(s) with the targets in turn, retention off`,
+    `signed codehost payload of ${Buffer.byteLength(body)} bytes, ${connections} connections, ${seconds} s per target (+${warmup} s warm-up), ${rounds} round(s) with the targets in turn (reversed every other round), retention off`,
   );
 
   const load = () =>
@@ -381,7 +385,9 @@ async function main(): Promise<void> {
   for (let round = 0; round < rounds; round++) {
     const roundResults: Figures[] = [];
     results.push(roundResults);
-    for (const target of targets) {
+    // Every other round runs the targets in the reverse order, so that no target always runs
+    // first (on a fresh machine) or last (after the others have warmed the caches and the load).
+    for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
       const env: Record<string, string> = {};
       let cleanup = async () => {};
       let database: string | undefined;
@@ -480,14 +486,14 @@ async function main(): Promise<void> {
   }
 
   // Per target, the median over the rounds; ratios are taken within a round, then their median.
+  const roundRatios = (target: Target, to: Target): (number | undefined)[] =>
+    results.map((round) => {
+      const a = round.find((f) => f.target === target);
+      const b = round.find((f) => f.target === to);
+      return a && b ? (a.rps / b.rps) * 100 : undefined;
+    });
   const ratio = (target: Target, to: Target): string => {
-    const r = medianOf(
-      results.map((round) => {
-        const a = round.find((f) => f.target === target);
-        const b = round.find((f) => f.target === to);
-        return a && b ? (a.rps / b.rps) * 100 : undefined;
-      }),
-    );
+    const r = medianOf(roundRatios(target, to));
     return r === undefined ? 'n/a' : `${r.toFixed(1)}%`;
   };
   const fixed = (x: number | undefined, digits: number) => (x === undefined ? 'n/a' : x.toFixed(digits));
@@ -530,7 +536,13 @@ async function main(): Promise<void> {
     );
   }
   if (targets.includes('embedded') && targets.includes('postgres')) {
-    console.log(`\nembedded / server mode, same run: ${ratio('embedded', 'postgres')} of the rate`);
+    // Each round's ratio too: how far they scatter says how much the median can be trusted.
+    const each = roundRatios('embedded', 'postgres').map((r) =>
+      r === undefined ? 'n/a' : `${r.toFixed(1)}%`,
+    );
+    console.log(
+      `\nembedded / server mode, same run: ${ratio('embedded', 'postgres')} of the rate${rounds > 1 ? ` (median; rounds: ${each.join(', ')})` : ''}`,
+    );
   }
   console.log(
     '\nper delivery  CPU ms node  CPU ms PostgreSQL  (all its processes)  rows inserted  WAL bytes  deliveries per commit',

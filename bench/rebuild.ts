@@ -17,6 +17,7 @@ import { openPostgres } from '../src/db/open.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
 import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
+import { prose } from './payload.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
 const SEED_CHUNK = 100_000;
@@ -119,7 +120,7 @@ async function seed(db: ReturnType<typeof openPostgres>['db']): Promise<void> {
         -- time-ordered like the UUIDv7 the recorder gives each delivery
         (lpad(to_hex(g), 12, '0') || '7000' || '8000' || lpad(to_hex(g), 12, '0'))::uuid,
         'DeliveryReceived', 'application/octet-stream',
-        convert_to('{"n":' || g || ',"pad":"' || repeat('x', ${payloadBytes} - 20) || '"}', 'UTF8'),
+        convert_to('{"n":' || g || ',"pad":"' || left(${prose(payloadBytes)}::text, ${payloadBytes} - 20) || '"}', 'UTF8'),
         convert_to(json_build_object(
           'provider', (array['codehost', 'payments', 'chat'])[1 + g % 3],
           'family', 'webhook', 'trust_mode', 'signed', 'verified', true, 'verify_detail', 'signature ok',

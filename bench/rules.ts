@@ -18,6 +18,7 @@ import { vendEndpoint } from '../src/endpoints/vend.ts';
 import { jsonEvent } from '../src/eventstore/codec.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { benchArgs } from './args.ts';
+import { prose } from './payload.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 
 const values = benchArgs(
@@ -73,7 +74,7 @@ const BODY = JSON.stringify({
     id: `c${i}`.padEnd(40, '0'),
     message: 'Update README.md',
   })),
-  padding: 'x'.repeat(900),
+  padding: prose(900),
 });
 
 const pct = (sorted: number[], p: number) =>

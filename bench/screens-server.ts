@@ -8,6 +8,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { formatMb, peakRssMb } from './memory.ts';
+import { prose } from './payload.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 import { wallMs } from './screens-clients.ts';
 import { type WriterStats, writerStats } from './writer-stats.ts';
@@ -73,7 +74,7 @@ async function serve(databaseUrl: string): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : 0;
   const recorder = createDeliveryRecorder({ store: runtime.store, clock: runtime.clock });
   const payload = new TextEncoder().encode(
-    JSON.stringify({ ref: 'refs/heads/main', after: randomBytes(20).toString('hex'), pad: 'x'.repeat(700) }),
+    JSON.stringify({ ref: 'refs/heads/main', after: randomBytes(20).toString('hex'), pad: prose(700) }),
   );
 
   // A second $all subscription, like the hub's: how long the store takes to hand a delivery to

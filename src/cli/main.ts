@@ -1,25 +1,35 @@
 import { Command, CommanderError, Option } from 'commander';
-import { registerAgents } from './commands/agents.ts';
-import { registerEndpoints } from './commands/endpoints.ts';
-import { registerEvents } from './commands/events.ts';
-import { registerForward } from './commands/forward.ts';
-import { registerFriends } from './commands/friends.ts';
-import { registerLogin } from './commands/login.ts';
-import { registerLogout } from './commands/logout.ts';
-import { registerMigrate } from './commands/migrate.ts';
-import { registerProjections } from './commands/projections.ts';
-import { registerProviders } from './commands/providers.ts';
-import { registerServe } from './commands/serve.ts';
-import { registerTodos } from './commands/todos.ts';
-import { registerTransfer } from './commands/transfer.ts';
-import { registerVersion } from './commands/version.ts';
-import { registerWhoami } from './commands/whoami.ts';
 import { packageVersion } from './package.ts';
 import { describeStartupError } from './startup-errors.ts';
 import { CliExit, configIfValid, warnUnknownVariables } from './support.ts';
 
-/** The `hookline` program: global options here, each command group in src/cli/commands/<group>.ts. */
-export function buildProgram(): Command {
+/** Each command group's module (src/cli/commands/<group>.ts), in the order `--help` lists them. */
+const GROUPS: readonly (() => Promise<(program: Command) => void>)[] = [
+  () => import('./commands/serve.ts').then((m) => m.registerServe),
+  () => import('./commands/migrate.ts').then((m) => m.registerMigrate),
+  () => import('./commands/projections.ts').then((m) => m.registerProjections),
+  () => import('./commands/transfer.ts').then((m) => m.registerTransfer),
+  () => import('./commands/login.ts').then((m) => m.registerLogin),
+  () => import('./commands/logout.ts').then((m) => m.registerLogout),
+  () => import('./commands/whoami.ts').then((m) => m.registerWhoami),
+  () => import('./commands/version.ts').then((m) => m.registerVersion),
+  () => import('./commands/agents.ts').then((m) => m.registerAgents),
+  () => import('./commands/endpoints.ts').then((m) => m.registerEndpoints),
+  () => import('./commands/friends.ts').then((m) => m.registerFriends),
+  () => import('./commands/todos.ts').then((m) => m.registerTodos),
+  () => import('./commands/providers.ts').then((m) => m.registerProviders),
+  () => import('./commands/events.ts').then((m) => m.registerEvents),
+  () => import('./commands/forward.ts').then((m) => m.registerForward),
+];
+
+/**
+ * The `hookline` program: global options here, each command group in src/cli/commands/<group>.ts.
+ * `hookline serve` as the first argument (npm start, the Dockerfile) builds the program with its
+ * own command alone: the other groups' modules (the API client, oauth4webapi, cli-progress) took
+ * about 75 ms of CPU on every start's serial path, before PostgreSQL was spawned (bench/README.md,
+ * "Where hookline's peak under ingest goes"). Anything else, `--help` included, gets every group.
+ */
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command('hookline')
     .description(
       'Self-hosted webhook inbox: verified deliveries, an append-only event log, todos for AI agents.',
@@ -37,22 +47,8 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run hookline --help for usage)')
     .exitOverride();
 
-  // Command groups (one line each):
-  registerServe(program);
-  registerMigrate(program);
-  registerProjections(program);
-  registerTransfer(program);
-  registerLogin(program);
-  registerLogout(program);
-  registerWhoami(program);
-  registerVersion(program);
-  registerAgents(program);
-  registerEndpoints(program);
-  registerFriends(program);
-  registerTodos(program);
-  registerProviders(program);
-  registerEvents(program);
-  registerForward(program);
+  const groups = argv[2] === 'serve' ? GROUPS.slice(0, 1) : GROUPS;
+  for (const register of await Promise.all(groups.map((load) => load()))) register(program);
 
   return program;
 }
@@ -74,7 +70,7 @@ function reportFailure(json: boolean, code: string, message: string, exitCode: n
 /** Runs the program; failures print one message and set the exit code (no stack for expected ones). */
 export async function main(argv: readonly string[]): Promise<void> {
   const json = argv.includes('--json');
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   if (json) {
     // Commander's own errors (an unknown option, a missing argument) as JSON too, on every
     // command: subcommands copy the output settings only when they are created.

@@ -13,7 +13,6 @@ import {
   serializeBatch,
   sseFrame,
 } from '../live/sse.ts';
-import type { LiveDelivery } from '../live/summary.ts';
 import type { Logger } from '../logger.ts';
 
 declare module 'fastify' {
@@ -36,21 +35,19 @@ export interface StreamOptions {
 
 export const DEFAULT_REPLAY_BOUND = 1000;
 /**
- * Clients written in one turn of the event loop. A burst to 1,000 sockets takes several ms of
+ * Clients written in one turn of the event loop. A round of 1,000 sockets takes several ms of
  * CPU (each write is a syscall); between slices the loop serves the database's answers (the
  * group commit, the live reader) and the ingest requests that would otherwise wait behind it.
  */
 export const FANOUT_SLICE = 100;
 /**
- * A burst is written at most once per this many times the time its predecessor took, so writing
- * to the sockets takes at most half of the loop: with many clients (or cores busy with other
- * work) the deliveries queued meanwhile go out together, one write per client instead of several.
- * 2 rather than 4: on a quiet machine 4 held a burst of 1,000 clients up to 40 ms and the p99
- * moved from 155 to 132 ms with 2 at the same CPU (bench/README.md, issue 22). The time is the
- * writes' own, system calls included, since each is written to the socket at once.
+ * After a slice the fan-out pauses for (this less one) times what the slice took, so writing to
+ * the sockets takes at most half of the loop: with many clients (or cores busy with other work)
+ * the deliveries that arrive meanwhile go out together, one write per client instead of several.
+ * The time is the writes' own, system calls included, since each is written to the socket at once.
  */
 const FANOUT_PACE = 2;
-/** The pause the pacing adds after a burst is bounded: latency stays in tens of ms. */
+/** The pauses the pacing adds in one round of the clients are bounded: latency stays in tens of ms. */
 const FANOUT_MAX_PAUSE_MS = 40;
 export const DEFAULT_KEEP_ALIVE_MS = 10_000;
 export const DEFAULT_MAX_BUFFER_BYTES = 1024 * 1024;
@@ -89,11 +86,14 @@ interface Client {
   buffer: SerializedBatch[];
   buffered: number;
   lastSent: Position;
+  /** The sequence number of the newest chunk of the fan-out this client has been handed. */
+  seen: number;
 }
 
 /**
  * GET /events (spec 4.4 and 6). Every client hangs off the hub's one `$all` subscription: each
- * burst of deliveries is serialized once and written once per client. A client that sends
+ * of the hub's batches is serialized once, and each client is written what it lacks in one write
+ * when the fan-out's round comes to it. A client that sends
  * Last-Event-ID first subscribes (buffering live deliveries), then gets the replay from the
  * store, then the buffered deliveries newer than the last one replayed: no gap, no repeat.
  */
@@ -136,59 +136,120 @@ export function streamPlugin(deps: StreamDeps) {
         );
       };
 
+      /** A client gone: it no longer counts among those the fan-out must still write. */
+      const forget = (client: Client): void => {
+        if (clients.delete(client) && client.seen < newest) lacking--;
+      };
+
       const drop = (client: Client): void => {
-        clients.delete(client);
+        forget(client);
         client.writer.close();
       };
 
       /**
-       * The fan-out: deliveries the hub handed over and no client has been sent yet, and the burst
-       * being written. Bursts are written one after the other (each client gets them in order),
-       * each over the clients connected when it started: a client that connects later reads the
-       * burst's deliveries from the store (its head or its replay), as it always did.
+       * The fan-out: a cursor goes round the clients, a slice at a time, and writes each client
+       * everything it has not been written yet, in one write. A delivery waits at most one round
+       * for its client, where bursts written to all clients one after the other made it wait for
+       * the burst being written, the pause after it and then its own client's turn in the next;
+       * and the clients' reads come spread over the round instead of all at once. The hub's
+       * batches are serialized once (a chunk each); the clients of a slice usually lack the same
+       * chunks, joined once for them. A client that connects starts after the newest chunk: it
+       * reads those before from the store (its head or its replay), as it always did.
        */
-      let queued: LiveDelivery[] = [];
-      let writing = false;
+      const chunks: SerializedBatch[] = [];
+      /** The sequence number of `chunks[0]` less one: chunk n is `chunks[n - dropped - 1]`. */
+      let dropped = 0;
+      /** The newest chunk's sequence number. */
+      let newest = 0;
+      const ring: Client[] = [];
+      let cursor = 0;
+      /** Clients that lack the newest chunk: the cursor goes round until there are none. */
+      let lacking = 0;
       let closing = false;
-      let nextBurstAt = 0;
-      let paceTimer: NodeJS.Timeout | undefined;
+      let sliceTimer: NodeJS.Timeout | undefined;
+      let sliceQueued = false;
 
-      const schedule = (): void => {
-        if (writing || paceTimer || closing || queued.length === 0) return;
-        const wait = nextBurstAt - performance.now();
-        if (wait > 0) {
-          paceTimer = setTimeout(() => {
-            paceTimer = undefined;
-            burst();
-          }, wait);
-        } else burst();
+      const schedule = (pause: number): void => {
+        if (sliceTimer || sliceQueued || closing || lacking === 0) return;
+        if (pause >= 1) {
+          sliceTimer = setTimeout(() => {
+            sliceTimer = undefined;
+            slice();
+          }, pause);
+        } else {
+          sliceQueued = true;
+          setImmediate(() => {
+            sliceQueued = false;
+            slice();
+          });
+        }
       };
 
-      const burst = (): void => {
-        const serialized = serializeBatch(queued);
-        queued = [];
-        const targets = [...clients];
-        const started = performance.now();
-        let busy = 0;
-        let next = 0;
-        writing = true;
-        const slice = (): void => {
-          const t = performance.now();
-          const end = Math.min(targets.length, next + fanoutSlice);
-          for (; next < end; next++) {
-            const client = targets[next]!;
-            if (clients.has(client)) deliver(client, serialized);
+      /** Takes the clients gone out of the ring; the cursor stays on the same next client. */
+      const compact = (): void => {
+        let kept = 0;
+        let at = cursor;
+        for (let i = 0; i < ring.length; i++) {
+          const client = ring[i]!;
+          if (clients.has(client)) ring[kept++] = client;
+          else if (i < cursor) at--;
+        }
+        ring.length = kept;
+        cursor = at;
+      };
+
+      /** Back at the start of the ring: forget the clients gone and the chunks every client has. */
+      const wrap = (): void => {
+        cursor = 0;
+        compact();
+        let oldest = newest;
+        for (const client of ring) if (client.seen < oldest) oldest = client.seen;
+        if (oldest > dropped) {
+          chunks.splice(0, oldest - dropped);
+          dropped = oldest;
+        }
+      };
+
+      const slice = (): void => {
+        if (closing) return;
+        const t = performance.now();
+        /** The chunks after `joinedFrom`, joined once for the clients of this slice that lack just those. */
+        let joinedFrom = -1;
+        let joined: Uint8Array | undefined;
+        let written = 0;
+        while (written < fanoutSlice && lacking > 0) {
+          if (cursor >= ring.length) {
+            wrap();
+            if (ring.length === 0) break;
           }
-          busy += performance.now() - t;
-          if (next < targets.length && !closing) {
-            setImmediate(slice);
-            return;
+          const client = ring[cursor++]!;
+          if (client.seen >= newest || !clients.has(client)) continue;
+          written++;
+          lacking--;
+          const from = client.seen;
+          client.seen = newest;
+          if (client.mode === 'sync') {
+            if (from !== joinedFrom) {
+              joinedFrom = from;
+              joined =
+                newest - from === 1
+                  ? chunks[from - dropped]!.joined
+                  : Buffer.concat(chunks.slice(from - dropped).map((c) => c.joined));
+            }
+            client.writer.send(joined!);
+          } else {
+            for (let n = from + 1; n <= newest; n++) deliver(client, chunks[n - dropped - 1]!);
           }
-          writing = false;
-          nextBurstAt = started + Math.min(busy * FANOUT_PACE, busy + FANOUT_MAX_PAUSE_MS);
-          schedule();
-        };
-        slice();
+        }
+        if (lacking === 0) {
+          // Every client has every chunk.
+          chunks.length = 0;
+          dropped = newest;
+          return;
+        }
+        // The round's pauses together stay under FANOUT_MAX_PAUSE_MS.
+        const slices = Math.max(1, Math.ceil(ring.length / fanoutSlice));
+        schedule(Math.min((performance.now() - t) * (FANOUT_PACE - 1), FANOUT_MAX_PAUSE_MS / slices));
       };
 
       /** Frames with no per-client content: encoded once, the same bytes to every socket. */
@@ -200,8 +261,10 @@ export function streamPlugin(deps: StreamDeps) {
       subscriptions.push(
         hub.batches$.subscribe((batch) => {
           if (clients.size === 0) return;
-          queued = queued.length === 0 ? [...batch] : queued.concat(batch);
-          schedule();
+          chunks.push(serializeBatch(batch));
+          newest++;
+          lacking = clients.size;
+          schedule(0);
         }),
         hub.status$.subscribe((status) => broadcast(sseFrame('status', status))),
         // A bare signal (no id, no data of anyone's): the console's todo screens fetch their rows.
@@ -212,7 +275,7 @@ export function streamPlugin(deps: StreamDeps) {
 
       app.addHook('preClose', async () => {
         closing = true;
-        clearTimeout(paceTimer);
+        clearTimeout(sliceTimer);
         clearInterval(keepAlive);
         for (const s of subscriptions) s.unsubscribe();
         for (const client of clients) client.writer.close();
@@ -223,7 +286,7 @@ export function streamPlugin(deps: StreamDeps) {
         const retry = await deps.retryMs().catch(() => 3000);
         reply.hijack();
         const res = reply.raw;
-        // The stream ends when the connection does: no chunked framing, so each burst is one plain
+        // The stream ends when the connection does: no chunked framing, so each write is one plain
         // socket write (a chunked one is four pieces, corked and flushed on the next tick).
         res.removeHeader('transfer-encoding');
         res.writeHead(200, {
@@ -234,7 +297,7 @@ export function streamPlugin(deps: StreamDeps) {
         });
         // The head goes out now, and the body is written to the socket itself: through the response,
         // each write corks the socket and leaves the system call to a tick of its own
-        // (connectionCorkNT), so the burst's pacing timed less than a tenth of what it cost and every write
+        // (connectionCorkNT), so the fan-out's pacing timed less than a tenth of what it cost and every write
         // paid a cork, a tick and a buffered chunk (bench/README.md, issue 22).
         res.flushHeaders();
         const socket = await ownedSocket(res, request.raw.socket);
@@ -250,19 +313,24 @@ export function streamPlugin(deps: StreamDeps) {
         };
         const client: Client = {
           writer: createSseWriter(sink, maxBufferBytes, () => {
-            clients.delete(client);
+            forget(client);
             deps.logger.info('stream: slow client dropped');
           }),
           mode: 'buffering',
           buffer: [],
           buffered: 0,
           lastSent: 'start',
+          seen: newest,
         };
+        // Only a round takes the clients gone out of the ring: with no deliveries, clients that come
+        // and go would pile up in it (their sockets with them).
+        if (ring.length >= 2 * clients.size + 64) compact();
         clients.add(client);
+        ring.push(client);
         // The connection's own close: a request that waited behind another response on its connection
         // may have had its 'close' already.
         socket.once('close', () => {
-          clients.delete(client);
+          forget(client);
           client.writer.close();
         });
         client.writer.send(`retry: ${retry}\n\n`);

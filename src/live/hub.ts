@@ -14,7 +14,7 @@ export interface LiveHubOptions {
   /**
    * Batches go out at most this often. 0 (the default): the deliveries of one read of the store's
    * live end (one every 10 ms at most, unless a read fills its page) go out together on the next turn of the loop. GET /events
-   * paces its bursts by what writing them costs (src/http/stream.ts), so a window here only added
+   * paces its writes by what writing them costs (src/http/stream.ts), so a window here only added
    * to the wait: with 20 ms the subscriber-to-client p99 of bench:screens was 135 against 109 ms
    * at the same bursts and CPU (bench/README.md, issue 22).
    */
@@ -47,7 +47,7 @@ export type ReplayResult =
  * The one `$all` subscription of this process (design.md "Live"). It starts at the head when the
  * process starts, multicasts every accepted delivery to all SSE clients and MCP doorbells, and
  * tracks the receiving/idle indicator. Deliveries also come out coalesced (`batches$`: at most one
- * batch per window, or per read of the store), so a burst is serialized once and written once per client.
+ * batch per window, or per read of the store), so a batch is serialized once for every client.
  */
 export interface LiveHub {
   readonly activityWindowMs: number;

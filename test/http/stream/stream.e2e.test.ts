@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
 import {
@@ -308,5 +311,47 @@ describe.runIf(hasPg)('GET /events, a burst written in slices of two clients', (
     } finally {
       for (const c of [...first, ...later]) c.close();
     }
+  });
+});
+
+describe.runIf(hasPg)('GET /events, clients that come and go while no delivery arrives', () => {
+  let db: TestDatabase;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    s = await startTestServer({ databaseUrl: db.url });
+  });
+
+  afterAll(async () => {
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('keeps nothing of them: their sockets can be collected', async () => {
+    // The fan-out's ring of clients is only swept by a round, which needs a delivery.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let collected = 0;
+    const registry = new FinalizationRegistry(() => {
+      collected++;
+    });
+    const track = (request: IncomingMessage) => {
+      if (request.url === '/events') registry.register(request.socket, null);
+    };
+    s.app.server.on('request', track);
+    try {
+      for (let i = 0; i < 200; i++) {
+        await readUntil(`${s.url}/events`, (t) => t.includes('event: ready'));
+        await until(() => s.app.streamClients?.() === 0);
+      }
+    } finally {
+      s.app.server.off('request', track);
+    }
+    for (let i = 0; i < 20 && collected < 100; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(collected).toBeGreaterThanOrEqual(100);
   });
 });
