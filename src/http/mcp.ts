@@ -131,6 +131,16 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
       }
       endpoints.set(request, await authenticate(request, reply));
     });
+    // A POST whose bearer passed only on the state kept, refused before its handler ran (a body
+    // that does not parse): the bearer is decided first, as for every other request, so a revoked
+    // bearer is 401 whatever the body. The errors plugin then answers whichever error stands.
+    scope.setErrorHandler(async (error, request, reply) => {
+      if (onKept.has(request)) {
+        onKept.delete(request);
+        await authenticate(request, reply);
+      }
+      throw error;
+    });
 
     scope.route({
       method: ['GET', 'POST', 'DELETE'],
@@ -139,6 +149,7 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
         let endpoint = endpoints.get(request);
         let readAhead: unknown;
         const kept = onKept.get(request);
+        onKept.delete(request); // decided here from now on
         if (!endpoint && kept && deps.readAhead) {
           // The bearer passed on the endpoint as kept: its stream's revision, read now with the
           // call's first read (or alone), says whether that state is still the endpoint's.

@@ -118,10 +118,29 @@ describe('MCP transport: Streamable HTTP at /mcp/<slug>, endpoint bearer, rebind
     // Works, then revoked: 401 from then on, for new and for existing sessions.
     const agent = await connectAgent(ep);
     expect(await agent.ok('list_todos')).toMatchObject({ todos: [] });
+    const garble = () =>
+      fetch(ep.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${ep.token}`,
+        },
+        body: '{"jsonrpc": "2.0", "method": ',
+      });
+    // A valid bearer with a body that does not parse: 400, a problem document.
+    const unparsed = await garble();
+    expect(unparsed.status).toBe(400);
+    expect(unparsed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     await revokeEndpoint(
       { store: server.runtime.store, clock: server.runtime.clock },
       { ref: ep.slug, operator: 'alice', human: 'alice' },
     );
+    // A body that does not parse changes nothing: the bearer is decided first (the state this
+    // process kept from the calls above still shows the endpoint as it was before the revoke).
+    const garbled = await garble();
+    expect(garbled.status).toBe(401);
+    expect(garbled.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
     expect((await post(ep.url, { authorization: `Bearer ${ep.token}` })).status).toBe(401);
     await expect(agent.client.listTools()).rejects.toThrow();
     await agent.client.close();
