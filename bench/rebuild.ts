@@ -120,7 +120,7 @@ async function seed(db: ReturnType<typeof openPostgres>['db']): Promise<void> {
         -- time-ordered like the UUIDv7 the recorder gives each delivery
         (lpad(to_hex(g), 12, '0') || '7000' || '8000' || lpad(to_hex(g), 12, '0'))::uuid,
         'DeliveryReceived', 'application/octet-stream',
-        convert_to('{"n":' || g || ',"pad":"' || left(${prose(payloadBytes)}::text, ${payloadBytes} - 20) || '"}', 'UTF8'),
+        convert_to('{"n":' || g || ',"pad":"' || ${prose(payloadBytes - 20)}::text || '"}', 'UTF8'),
         convert_to(json_build_object(
           'provider', (array['codehost', 'payments', 'chat'])[1 + g % 3],
           'family', 'webhook', 'trust_mode', 'signed', 'verified', true, 'verify_detail', 'signature ok',
