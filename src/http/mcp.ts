@@ -22,7 +22,8 @@ export interface McpRoutesDeps {
     readonly localPort: number | undefined;
   }) => string | undefined;
   readonly sessions: SessionRegistry;
-  readonly newServer: () => Promise<Server>;
+  /** A session's server, for the endpoint that opens it (its instructions name that endpoint's verbs). */
+  readonly newServer: (endpoint: EndpointFacts) => Promise<Server>;
   /**
    * A POST's first read, with the endpoint's stream revision in the same statement (claim_next's
    * first candidates): undefined when the body calls for none. Its value reaches the tool as
@@ -192,7 +193,7 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
           return jsonRpcError(reply, 400, -32000, 'Bad Request: no valid session id (initialize first)');
         }
 
-        const server = await deps.newServer();
+        const server = await deps.newServer(endpoint);
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           // A tool call is answered as plain JSON; notifications go out on the session's GET stream.

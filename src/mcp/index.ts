@@ -81,8 +81,8 @@ export function createMcp(
     checkRebinding: createRebindingGuard(config.baseUrl),
     sessions,
     // The MCP SDK is loaded with the first session (src/http/mcp.ts).
-    newServer: async () =>
-      (await import('./server.ts')).createSessionServer({ services, tools: allTools, sessions }),
+    newServer: async (endpoint) =>
+      (await import('./server.ts')).createSessionServer({ services, tools: allTools, sessions }, endpoint),
   });
   return { services, sessions, drain, expiry, routes };
 }

@@ -15,7 +15,7 @@ import { queueCounts } from '../../projections/todos.queries.ts';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { isVerb } from '../domain/endpoint/verbs.ts';
 import { asHooklineError } from '../errors.ts';
-import { UNTRUSTED_NOTE } from './present.ts';
+import { instructionsFor } from './instructions.ts';
 import { ALL_QUEUES_URI, queueOfUri, queueUri } from './queues.ts';
 import { firstPageOf } from './read-ahead.ts';
 import { failure } from './result.ts';
@@ -23,11 +23,6 @@ import type { McpServices } from './services.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { drainQueues } from './tools/scope.ts';
 import type { McpTool } from './tools/types.ts';
-
-const INSTRUCTIONS = `hookline: a work queue of todos for this endpoint.
-Drain it: claim_next (or list_todos + claim), do the work, then complete (or fail with a reason; retryable=true to try again later, or release to hand it back). Pass the lease_id the claim returned to every later move, and heartbeat before the lease expires.
-Subscribe to the resource hookline://queues/<queue> (or hookline://queues for every queue of the endpoint) to be notified (notifications/resources/updated, with the queue's own URI) when work becomes claimable, instead of polling.
-${UNTRUSTED_NOTE} Titles and payloads always arrive inside an "untrusted" object.`;
 
 /** The endpoint this very request authenticated as (src/http/mcp.ts puts it on `req.auth`). */
 export function endpointOf(authInfo: AuthInfo | undefined): EndpointFacts {
@@ -59,9 +54,10 @@ export interface SessionServerDeps {
  * One low-level MCP server per session. Tools are listed and dispatched here rather than through
  * McpServer so that bad arguments stay protocol errors (InvalidParams) and expected refusals are
  * `isError` results with a stable code (style.md §10); a verb the endpoint does not hold is
- * neither listed nor callable (`forbidden`).
+ * neither listed nor callable (`forbidden`). `opener`: the endpoint that opened the session; the
+ * instructions name the verbs it holds then.
  */
-export function createSessionServer(deps: SessionServerDeps): Server {
+export function createSessionServer(deps: SessionServerDeps, opener: EndpointFacts): Server {
   const { services, tools, sessions } = deps;
   const byName = new Map(tools.map((t) => [t.name as string, t]));
   const listed = tools.map((t) => ({
@@ -99,7 +95,8 @@ export function createSessionServer(deps: SessionServerDeps): Server {
     { name: 'hookline', title: 'hookline', version: services.runtime.config.version },
     {
       capabilities: { tools: { listChanged: false }, resources: { subscribe: true, listChanged: false } },
-      instructions: INSTRUCTIONS,
+      // Sent once, at initialize: a later PATCH narrows the tools, not what was said.
+      instructions: instructionsFor(opener.verbs),
     },
   );
 

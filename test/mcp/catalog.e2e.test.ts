@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_VERBS, DEFAULT_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
+import { ALL_VERBS, DEFAULT_VERBS, DRAIN_VERBS, type Verb } from '../../src/domain/endpoint/verbs.ts';
+import { UNTRUSTED_NOTE } from '../../src/mcp/present.ts';
 import { operator } from '../http/api/client.ts';
 import { connectAgent, startServer, type TestServer } from './support.ts';
 
@@ -86,10 +87,22 @@ describe('the verb catalog: what is vended is exactly what is served', () => {
     return res.body;
   };
 
-  /** tools/list over the MCP SDK client shows exactly `verbs`; each one reaches its handler. */
+  /** The catalog verbs the server's instructions name, as whole words (claim is not claim_next). */
+  const namedIn = (instructions: string) =>
+    ALL_VERBS.filter((v) => new RegExp(`(^|[^a-z_])${v}($|[^a-z_])`).test(instructions));
+
+  /**
+   * tools/list over the MCP SDK client shows exactly `verbs`; each one reaches its handler; the
+   * instructions name exactly them, and the queue resources only to an endpoint that drains.
+   */
   const servesExactly = async (vended: Vended, verbs: readonly Verb[]) => {
     const agent = await connectAgent({ url: vended.mcp_url, token: vended.token });
     try {
+      const instructions = agent.client.getInstructions() ?? '';
+      expect(namedIn(instructions)).toEqual(ALL_VERBS.filter((v) => verbs.includes(v)));
+      const drains = verbs.some((v) => (DRAIN_VERBS as readonly string[]).includes(v));
+      expect(instructions.includes('hookline://queues'), instructions).toBe(drains);
+      expect(instructions).toContain(UNTRUSTED_NOTE);
       const { tools } = await agent.client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual([...verbs].sort());
       for (const verb of verbs) {
@@ -115,6 +128,21 @@ describe('the verb catalog: what is vended is exactly what is served', () => {
     const vended = await vendOver();
     expect(vended.verbs).toEqual([...DEFAULT_VERBS]);
     await servesExactly(vended, DEFAULT_VERBS);
+  });
+
+  it('the instructions of a list_events-only vend speak of events, never of todos, leases or queues', async () => {
+    const vended = await vendOver(['list_events']);
+    const agent = await connectAgent({ url: vended.mcp_url, token: vended.token });
+    try {
+      const instructions = agent.client.getInstructions() ?? '';
+      expect(instructions).toMatch(/^hookline: /);
+      expect(instructions).toContain('list_events lists the accepted deliveries');
+      // The untrusted note is the same for every endpoint (it names a todo as a source of content).
+      expect(instructions.replace(UNTRUSTED_NOTE, '')).not.toMatch(/todo|lease|queue|rule|friend/i);
+      expect(namedIn(instructions)).toEqual(['list_events']);
+    } finally {
+      await agent.close();
+    }
   });
 
   it.each(ALL_VERBS.map((v) => [v]))('a vend of %s alone lists and serves that verb only', async (verb) => {
