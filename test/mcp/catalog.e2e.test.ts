@@ -164,4 +164,18 @@ describe('the verb catalog: what is vended is exactly what is served', () => {
     }
     expect((await alice.call<unknown[]>('GET', '/endpoints')).body).toEqual(before.body);
   });
+
+  it('a change naming a verb outside the catalog is refused with 400 naming it, and changes nothing', async () => {
+    const vended = await vendOver(['list_todos', 'claim_next']);
+    for (const unknown of ['befriend_everyone', 'drop_tables']) {
+      const res = await alice.call<{ detail: string; code: string }>('PATCH', `/endpoints/${vended.slug}`, {
+        verbs: ['list_todos', unknown],
+      });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.code).toBe('invalid_body');
+      expect(res.body.detail).toContain(`unknown verb "${unknown}"`);
+    }
+    const listed = await alice.call<{ slug: string; verbs: string[] }[]>('GET', '/endpoints');
+    expect(listed.body.find((e) => e.slug === vended.slug)?.verbs).toEqual(['list_todos', 'claim_next']);
+  });
 });

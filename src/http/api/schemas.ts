@@ -13,6 +13,11 @@ export const apiSchemas = z.registry<{ id: string; description?: string }>();
 
 const dateTime = z.iso.datetime({ offset: true });
 
+/** A verb of the catalog; anything else is refused naming it (a vend and a change alike). */
+const verbSchema = z.enum(ALL_VERBS, {
+  error: (issue) => `unknown verb ${JSON.stringify(issue.input)}: the verbs are ${ALL_VERBS.join(', ')}`,
+});
+
 export const AgentOut = z
   .object({
     id: z.string().describe('`ag_…`'),
@@ -38,12 +43,7 @@ export const VendEndpointIn = z
         'Instead of `queue`: 1 to 16 queues the endpoint drains; its webhook routes to the first. Not with `queue`.',
       ),
     verbs: z
-      .array(
-        z.enum(ALL_VERBS, {
-          error: (issue) =>
-            `unknown verb ${JSON.stringify(issue.input)}: the verbs are ${ALL_VERBS.join(', ')}`,
-        }),
-      )
+      .array(verbSchema)
       .min(1)
       .optional()
       .describe('The MCP verbs the endpoint may call (a subset of the verb catalog); default: all of them.'),
@@ -84,7 +84,7 @@ export const UpdateEndpointIn = z
       .optional()
       .describe('The queues the endpoint drains from now on (1 to 16); `quarantine` is reserved.'),
     verbs: z
-      .array(z.enum(ALL_VERBS))
+      .array(verbSchema)
       .min(1)
       .optional()
       .describe('The verbs it keeps: a subset of those it holds (verbs only narrow).'),
