@@ -14,12 +14,12 @@ type Vended = {
   token: string;
   queue: string;
   queues: string[];
-  webhook: { ingest_url: string };
+  webhook: { webhook_id: string; ingest_url: string };
 };
 type EndpointOut = { id: string; queues: string[]; verbs: string[] };
 type Problem = { status: number; code: string; detail: string };
 type Claimed = { todo: { id: string; queue: string } | null; lease_id: string | null };
-type Listed = { todos: { id: string; queue: string; state: string }[] };
+type Listed = { todos: { id: string; queue: string; state: string; event_id: number }[] };
 
 describe('endpoints that drain several queues (API, MCP SDK client)', () => {
   let server: TestServer;
@@ -129,6 +129,62 @@ describe('endpoints that drain several queues (API, MCP SDK client)', () => {
       await agent.refused('add_webhook_route', { webhook_id: hook.webhook_id, queue: 'quarantine' }),
     ).toBe('bad_request');
     expect(await agent.refused('create_webhook', { name: 'x', queue: 'alerts' })).toBe('forbidden');
+  });
+
+  it('a rule’s { route } and a route to a second queue deliver there; the rest to the webhook’s queue', async () => {
+    const v = await vend({ name: 'Sorter', queues: ['inbox', 'deploys', 'alerts'] });
+    const agent = await connect(v);
+    const webhookId = v.webhook.webhook_id;
+    // Rules decide first; routes are the defaults when no rule does (docs/guides/writing-rules.md).
+    await agent.ok('add_webhook_rule', {
+      webhook_id: webhookId,
+      source: "(d) => (d.event_type ?? '').startsWith('deploy') ? { route: 'deploys' } : 'continue'",
+    });
+    await agent.ok('add_webhook_route', { webhook_id: webhookId, queue: 'alerts', event_type: 'incident' });
+    await agent.ok('add_webhook_route', {
+      webhook_id: webhookId,
+      queue: 'alerts',
+      event_type: 'deploy.rollback',
+    });
+    // A second webhook of the endpoint, on its second queue.
+    const ci = await agent.ok<{ webhook_id: string; ingest_url: string }>('create_webhook', {
+      name: 'ci',
+      queue: 'deploys',
+      scheme: 'none',
+    });
+
+    const send = async (url: string, type: string) => {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type }),
+      });
+      expect(res.status, await res.clone().text()).toBe(202);
+      return ((await res.json()) as { id: number }).id;
+    };
+    const deploy = await send(v.webhook.ingest_url, 'deploy.finished');
+    const incident = await send(v.webhook.ingest_url, 'incident');
+    const push = await send(v.webhook.ingest_url, 'push');
+    const rollback = await send(v.webhook.ingest_url, 'deploy.rollback'); // the rule, not the route
+    const build = await send(ci.ingest_url, 'build');
+    await settled(server);
+
+    // By event id: todos created in the same millisecond list in id order, not sending order.
+    const on = async (queue: string) =>
+      (await agent.ok<Listed>('list_todos', { queue })).todos
+        .map((t) => [t.event_id, t.queue] as const)
+        .sort((a, b) => a[0] - b[0]);
+    expect(await on('deploys')).toEqual([
+      [deploy, 'deploys'],
+      [rollback, 'deploys'],
+      [build, 'deploys'],
+    ]);
+    expect(await on('alerts')).toEqual([[incident, 'alerts']]);
+    expect(await on('inbox')).toEqual([[push, 'inbox']]);
+
+    const claimed = await agent.ok<Claimed>('claim_next', { queue: 'alerts' });
+    expect(claimed.todo).toMatchObject({ queue: 'alerts' });
+    expect((await agent.ok<Claimed>('claim_next', { queue: 'alerts' })).todo).toBeNull();
   });
 
   it('PATCH changes queues (409 with live todos unless move_to) and narrows verbs, as events on the endpoint', async () => {
