@@ -193,6 +193,70 @@ describe('endpoint webhooks verify the senders people have (POST /webhooks/w/<to
     expect(stale.status).toBe(401);
   });
 
+  it('chat: a redelivery of the same event_id, signed afresh, is the same delivery and one todo', async () => {
+    const hook = await create({ scheme: 'chat' });
+    const secret = hook.signing_secret!;
+    const eventId = `Ev${randomUUID().slice(0, 8).toUpperCase()}`;
+    const body = JSON.stringify({ type: 'event_callback', event_id: eventId, event: { type: 'message' } });
+    const earlier = String(Number(nowS()) - 5);
+    const first = await post(hook.ingest_url, body, {
+      'x-slack-request-timestamp': earlier,
+      'x-slack-signature': chatSignature(secret, earlier, body),
+    });
+    expect(first.status).toBe(202);
+    // The platform retries with a new timestamp (so a new signature) and says which retry it is.
+    const ts = nowS();
+    const retry = await post(hook.ingest_url, body, {
+      'x-slack-request-timestamp': ts,
+      'x-slack-signature': chatSignature(secret, ts, body),
+      'x-slack-retry-num': '1',
+      'x-slack-retry-reason': 'http_timeout',
+    });
+    expect(retry.status).toBe(202);
+    expect((retry.body as Ack).id).toBe((first.body as Ack).id);
+    expect(await logRow((first.body as Ack).id)).toMatchObject({
+      external_id: eventId,
+      event_type: 'message',
+    });
+    expect(await storedFor(hook.webhook_id)).toBe(1);
+    expect(await todosFor(hook.webhook_id)).toHaveLength(1);
+  });
+
+  it('rotate_webhook_secret to a secret the caller supplies: it is the one returned, and both verify meanwhile', async () => {
+    const first = `whsec_first_${randomUUID().replaceAll('-', '')}`;
+    const hook = await create({ scheme: 'payments', secret: first });
+    const next = `whsec_next_${randomUUID().replaceAll('-', '')}`;
+    const rotated = await agent.ok<{ signing_secret: string; previous_expires_at: string; scheme: string }>(
+      'rotate_webhook_secret',
+      { webhook_id: hook.webhook_id, secret: next },
+    );
+    expect(rotated).toMatchObject({ signing_secret: next, scheme: 'payments' });
+    const overlap = Date.parse(rotated.previous_expires_at) - Date.now();
+    expect(overlap).toBeGreaterThan(23 * 3600_000);
+    expect(overlap).toBeLessThanOrEqual(24 * 3600_000);
+
+    const send = async (secret: string) => {
+      const body = JSON.stringify({ id: `evt_${randomUUID().slice(0, 12)}`, type: 'invoice.paid' });
+      const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret });
+      return (await post(hook.ingest_url, body, { 'stripe-signature': header })).status;
+    };
+    expect(await send(next)).toBe(202);
+    expect(await send(first)).toBe(202);
+    expect(await send(`whsec_other_${randomUUID().replaceAll('-', '')}`)).toBe(401);
+    expect(await storedFor(hook.webhook_id)).toBe(2);
+
+    // A supplied secret is held to the scheme's form; a refused rotation changes nothing.
+    expect(
+      await agent.refused('rotate_webhook_secret', { webhook_id: hook.webhook_id, secret: 'short' }),
+    ).toBe('bad_request');
+    expect(await send(next)).toBe(202);
+    expect(await send(first)).toBe(202);
+
+    await agent.ok('rotate_webhook_secret', { webhook_id: hook.webhook_id, retire_previous: true });
+    expect(await send(first)).toBe(401);
+    expect(await send(next)).toBe(202);
+  });
+
   it('none: no secret, the URL is the credential (trust mode token, unverified)', async () => {
     const hook = await create({ scheme: 'none' });
     expect(hook).toMatchObject({ scheme: 'none', signing_secret: null, signature: null });
