@@ -122,7 +122,7 @@ describe('endpoint webhooks check in the instance receivers’ order (codehost, 
   for (const scheme of ['codehost', 'payments', 'chat'] as const) {
     it(`${scheme}: 413 before the signature, 401 before the body, 400 for the body only once signed`, async () => {
       // The chat platform's timestamp rides along where the case is not about it.
-      const stamp = scheme === 'chat' ? { 'x-slack-request-timestamp': nowS() } : {};
+      const stamp: Record<string, string> = scheme === 'chat' ? { 'x-slack-request-timestamp': nowS() } : {};
       for (const t of targets[scheme]) {
         const say = (what: string) => `${scheme} ${t.name}: ${what}`;
         // 413 from Content-Length: unsigned, without the chat timestamp, and the body unread.
