@@ -4,6 +4,12 @@ import type { DB } from '../db/database.ts';
 import { deliveryDetail, readDeliveryEvent } from '../deliveries/read.ts';
 import type { EventStore } from '../eventstore/port.ts';
 
+/**
+ * How long a read that follows the caller's own write waits for the read models (issue 15: "about
+ * 2 s"): the log read model here, and the operator API's answers to its writes (http/api).
+ */
+export const READ_YOUR_WRITES_MS = 2000;
+
 export interface LoggedDeliveryDeps {
   readonly db: DB;
   readonly store: EventStore;
@@ -30,6 +36,9 @@ export async function findLoggedDelivery(
   if (!/^[0-9]{1,18}$/.test(id)) return undefined;
   const event = await readDeliveryEvent(deps.store, BigInt(id));
   if (event === undefined) return undefined;
-  await deps.projections.waitFor(event.position, { projection: 'log', timeoutMs: deps.waitMs ?? 2000 });
+  await deps.projections.waitFor(event.position, {
+    projection: 'log',
+    timeoutMs: deps.waitMs ?? READ_YOUR_WRITES_MS,
+  });
   return deliveryDetail(deps, id, scope);
 }

@@ -28,25 +28,33 @@ const wantsJsonOnly = (accept: string | undefined): boolean =>
  * state-changing form (sign-in consent, providers, settings, quarantine), decided on what browsers
  * really send.
  * 1. `Sec-Fetch-Site`, which browsers send to https and loopback origins, decides when present:
- *    `same-origin` passes, and so does `none` (the person's own action: a bookmark, a reload);
- *    `same-site` and `cross-site` are refused. A page whose Referrer-Policy is `no-referrer` makes
- *    its own form posts carry `Origin: null`; `Sec-Fetch-Site: same-origin` beside it is what
- *    vouches for them. A DNS-rebinding page never gets `same-origin` here: over http its browser
- *    sends no Sec-Fetch-Site, and over https our server has no certificate for the attacker's name.
+ *    `same-origin` passes, whatever `Origin` says beside it: a page whose Referrer-Policy is
+ *    `no-referrer` makes its own form posts carry `Origin: null`, and `Sec-Fetch-Site: same-origin`
+ *    is what vouches for them. `none` (the person's own action: a bookmark, a reload) passes unless
+ *    an `Origin` beside it says otherwise (`null`, or a real origin that is not ours, rule 2).
+ *    `same-site` and `cross-site` are refused. A DNS-rebinding page never gets `same-origin` here:
+ *    over http its browser sends no Sec-Fetch-Site, and over https our server has no certificate
+ *    for the attacker's name.
  * 2. Else `Origin`, when it is a real origin, must be the origin of HOOKLINE_BASE_URL. The request's
  *    own Host stands in for it only when that Host is a loopback name (localhost, 127.x, [::1]), so
  *    `http://127.0.0.1:<port>` works without a base URL: a DNS-rebinding page is served under its
  *    own host name, which its Host and Origin then carry, and that is never loopback.
- * 3. `Origin: null` without `Sec-Fetch-Site` (a sandboxed frame, a cross-site redirect, a
- *    `data:` page): refused, since nothing says where it came from.
+ * 3. `Origin: null` without `Sec-Fetch-Site: same-origin` (a sandboxed frame, a cross-site redirect,
+ *    a `data:` page): refused, since nothing says where it came from.
  * 4. Neither header: no browser sends such a POST. A client asking for JSON only (the CLI, a
  *    script) passes; one asking for HTML is a form post from an old or odd browser and is refused.
  */
 export function isSameOriginRequest(headers: IncomingHttpHeaders, baseUrl: string): boolean {
   const site = one(headers['sec-fetch-site']);
-  if (site !== undefined) return site === 'same-origin' || site === 'none';
   const origin = one(headers.origin);
-  if (origin === undefined) return wantsJsonOnly(one(headers.accept));
+  if (site === 'same-origin') return true;
+  if (site !== undefined && site !== 'none') return false;
+  if (origin === undefined) return site === 'none' || wantsJsonOnly(one(headers.accept));
+  return isOurOrigin(origin, headers, baseUrl);
+}
+
+/** A real origin that is HOOKLINE_BASE_URL's, or a loopback Host's own (rule 2); `null` never is. */
+function isOurOrigin(origin: string, headers: IncomingHttpHeaders, baseUrl: string): boolean {
   if (origin === 'null') return false;
   if (origin === new URL(baseUrl).origin) return true;
   const host = one(headers.host);

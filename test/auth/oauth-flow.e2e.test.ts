@@ -240,6 +240,7 @@ describe('the operators’ authorization server', () => {
       { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
       { origin: 'null' }, // without Sec-Fetch-Site: same-origin beside it
       { origin: 'null', 'sec-fetch-site': 'cross-site' },
+      { origin: 'null', 'sec-fetch-site': 'none' }, // only same-origin vouches for Origin: null
       { origin: server.url, 'sec-fetch-site': 'same-site' },
       {}, // neither header, from a page that asks for HTML
     ];

@@ -161,6 +161,53 @@ describe('configuration the CLI cannot use', () => {
     expect(legacy.stderr).not.toContain('warning');
   });
 
+  it('a bad configuration variable on a client command: exit 2, invalid_configuration, said once', async () => {
+    const plain = await hookline(['whoami'], env({ HOOKLINE_PORT: 'abc' }));
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toBe(
+      'hookline: invalid configuration:\n  - HOOKLINE_PORT: expected a TCP port: an integer from 0 to 65535 (got "abc")\n',
+    );
+    const json = await hookline(['whoami', '--json'], env({ HOOKLINE_PORT: 'abc' }));
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: {
+        code: 'invalid_configuration',
+        message:
+          'invalid configuration:\n  - HOOKLINE_PORT: expected a TCP port: an integer from 0 to 65535 (got "abc")',
+        exit_code: 2,
+      },
+    });
+    // The server's address as a variable is configuration too.
+    const variable = await hookline(['whoami', '--json'], env({ HOOKLINE_URL: 'ftp://x' }));
+    expect(variable.code).toBe(2);
+    expect(JSON.parse(variable.stderr)).toEqual({
+      error: {
+        code: 'invalid_configuration',
+        message:
+          'HOOKLINE_URL must be an http:// or https:// address (for example http://127.0.0.1:8080), got "ftp://x"',
+        exit_code: 2,
+      },
+    });
+  });
+
+  it('--url that is not an http(s) address: a usage error, not a failure', async () => {
+    const plain = await hookline(['whoami', '--url', 'ftp://x'], env({}));
+    expect(plain.code).toBe(1);
+    expect(sentence(plain)).toBe(
+      'hookline: --url must be an http:// or https:// address (for example http://127.0.0.1:8080), got "ftp://x"',
+    );
+    const json = await hookline(['whoami', '--url', 'ftp://x', '--json'], env({}));
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: {
+        code: 'usage',
+        message:
+          '--url must be an http:// or https:// address (for example http://127.0.0.1:8080), got "ftp://x"',
+        exit_code: 1,
+      },
+    });
+  });
+
   it('a corrupt credentials file: what is wrong and the way out, not a stack', async () => {
     const file = path.join(dir, 'config', 'hookline', 'credentials.json');
     await mkdir(path.dirname(file), { recursive: true });

@@ -11,7 +11,17 @@ describe('the one same-origin policy of the form posts', () => {
       [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, true],
       [{ 'sec-fetch-site': 'same-origin', origin: BASE }, true],
       [{ 'sec-fetch-site': 'same-origin' }, true],
+      [{ 'sec-fetch-site': 'same-origin', origin: 'null', accept: 'text/html' }, true],
+      // A reload or a bookmark: the person's own action, with no Origin or our own.
       [{ 'sec-fetch-site': 'none' }, true],
+      [{ 'sec-fetch-site': 'none', origin: BASE }, true],
+      [{ 'sec-fetch-site': 'none', origin: 'http://localhost:8080', host: 'localhost:8080' }, true],
+      // Origin: null is vouched for by Sec-Fetch-Site: same-origin alone (issue 15).
+      [{ 'sec-fetch-site': 'none', origin: 'null' }, false],
+      [{ 'sec-fetch-site': 'none', origin: 'null', host: '127.0.0.1:8080' }, false],
+      [{ 'sec-fetch-site': 'none', origin: 'https://evil.example' }, false],
+      [{ 'sec-fetch-site': 'same-site', origin: 'null' }, false],
+      [{ 'sec-fetch-site': 'bogus', origin: BASE }, false],
       [{ 'sec-fetch-site': 'same-site', origin: BASE }, false],
       [{ 'sec-fetch-site': 'cross-site', origin: BASE }, false],
       [{ 'sec-fetch-site': 'cross-site', origin: 'null' }, false],

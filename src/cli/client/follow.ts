@@ -12,7 +12,10 @@ import { EventSource } from 'eventsource';
 export interface FollowHandlers {
   /** One `event-received` message's data, parsed; never the same delivery id twice. */
   readonly onDelivery: (delivery: { id: number } & Record<string, unknown>) => void;
-  /** A line for the person (stderr): lost, reconnected, or what the server could not replay. */
+  /**
+   * A line for the person (stderr): following, not reachable yet, lost, reconnected, or what the
+   * server could not replay.
+   */
   readonly notice: (text: string) => void;
   /**
    * The first connection's `ready`: every delivery up to the stream's head is in the log, and
@@ -63,7 +66,7 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
     source = es;
     es.onopen = () => {
       delay = FIRST_DELAY_MS;
-      if (lostAt !== undefined) {
+      if (lostAt !== undefined && opened) {
         const away = Math.round((Date.now() - lostAt) / 1000);
         handlers.notice(
           `(reconnected to ${url} after ${away} s${resumeFrom ? `; resuming after position ${resumeFrom}` : ''})`,
@@ -77,11 +80,15 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
     es.onerror = (e) => {
       if (es !== source || stopped) return;
       es.close();
-      const reason = e.message || (e.code ? `HTTP ${e.code}` : 'connection lost');
+      const reason =
+        e.message?.replace(/^TypeError: /, '') || (e.code ? `HTTP ${e.code}` : 'connection lost');
       if (lostAt === undefined) {
         lostAt = Date.now();
+        // Nothing was lost if nothing was ever reached: a server not started yet, a wrong --url.
         handlers.notice(
-          `(connection to ${url} lost: ${reason}; reconnecting until it is back, Ctrl-C to stop)`,
+          opened
+            ? `(connection to ${url} lost: ${reason}; reconnecting until it is back, Ctrl-C to stop)`
+            : `(cannot reach ${url}: ${reason}; trying again until it answers, Ctrl-C to stop)`,
         );
       }
       timer = setTimeout(connect, delay + Math.floor(Math.random() * delay * 0.2));

@@ -1,17 +1,12 @@
 import type { Command } from 'commander';
-import { CliExit } from '../support.ts';
 import { createCredentialStore } from './credentials.ts';
 import { createApiClient } from './http.ts';
 import { clientServerUrl } from './server-url.ts';
 
 /** The API client for a command: its server (flag, environment or default) and the stored sign-in. */
 export function clientFor(cmd: Command) {
-  let server: string;
-  try {
-    server = clientServerUrl(cmd);
-  } catch (err) {
-    throw new CliExit(`hookline: ${(err as Error).message}`);
-  }
+  // clientServerUrl's errors are CliExits already (usage, or invalid configuration with exit 2).
+  const server = clientServerUrl(cmd);
   return createApiClient({ server, store: createCredentialStore() });
 }
 

@@ -7,7 +7,7 @@ import { HooklineError } from '../../errors.ts';
 import { attemptOut, replayAndRecord } from '../../replay/record.ts';
 import type { Runtime } from '../../runtime.ts';
 import { summarizeZod } from '../errors-plugin.ts';
-import { findLoggedDelivery } from '../logged-delivery.ts';
+import { findLoggedDelivery, READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import { operatorBearer } from './operator-bearer.ts';
 import { answer, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
 import { EventDetail, EventPage, ReplayAttempt, ReplayIn } from './schemas.ts';
@@ -15,7 +15,7 @@ import { EventDetail, EventPage, ReplayAttempt, ReplayIn } from './schemas.ts';
 export interface EventsApiDeps {
   readonly runtime: Pick<Runtime, 'store' | 'db' | 'projections' | 'clock' | 'replay'>;
   readonly auth: Pick<OperatorAuth, 'verifyBearer'>;
-  /** Bound of the wait for a delivery the log read model has not applied yet (default 5 s). */
+  /** Bound of the wait for a delivery the log read model has not applied yet (default 2 s). */
   readonly waitMs?: number;
 }
 
@@ -119,7 +119,11 @@ export function createEventRoutes(deps: EventsApiDeps) {
       async (request) => {
         const operator = operatorOf(request);
         const { id } = request.params;
-        const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+        const event = await findLoggedDelivery(
+          { ...runtime, waitMs: deps.waitMs ?? READ_YOUR_WRITES_MS },
+          id,
+          { operator },
+        );
         if (!event) {
           throw new HooklineError(
             'not_found',
@@ -158,7 +162,11 @@ export function createEventRoutes(deps: EventsApiDeps) {
       async (request) => {
         const operator = operatorOf(request);
         const { id } = request.params;
-        const event = await findLoggedDelivery({ ...runtime, waitMs: deps.waitMs ?? 5000 }, id, { operator });
+        const event = await findLoggedDelivery(
+          { ...runtime, waitMs: deps.waitMs ?? READ_YOUR_WRITES_MS },
+          id,
+          { operator },
+        );
         if (!event) {
           throw new HooklineError(
             'not_found',

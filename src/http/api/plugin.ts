@@ -15,6 +15,7 @@ import type { DeliveryRecorder } from '../../ingest/recorder.ts';
 import { sanitizeHeaders } from '../../ingest/sanitize.ts';
 import type { Runtime } from '../../runtime.ts';
 import { pushTodo } from '../../todos/push.ts';
+import { READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import { operatorBearer } from './operator-bearer.ts';
 import { endpointRowOut, endpointStateOut, vendedOut } from './present.ts';
 import { checkReplayTargetAtVend } from './replay-targets.ts';
@@ -39,7 +40,7 @@ export interface ApiDeps {
   readonly checkReplayTarget?: (url: string) => Promise<void>;
   /** Seals a webhook signing secret (the secret box): a vend with `webhook_scheme`. */
   readonly seal?: (secret: string, webhookId: string) => string;
-  /** Bound of the read-your-writes wait after a write (default 5 s). */
+  /** Bound of the read-your-writes wait after a write (default READ_YOUR_WRITES_MS, 2 s). */
   readonly waitMs?: number;
   /** How long a push's answer waits for its todo and doorbell once its delivery is durable (default 2 s). */
   readonly followUpBoundMs?: number;
@@ -80,7 +81,10 @@ async function routes(api: FastifyInstance, deps: ApiDeps): Promise<void> {
   const settle = async (position: string | undefined, projection?: string) => {
     if (!position) return;
     await runtime.projections
-      .waitFor(position, { timeoutMs: deps.waitMs ?? 5000, ...(projection ? { projection } : {}) })
+      .waitFor(position, {
+        timeoutMs: deps.waitMs ?? READ_YOUR_WRITES_MS,
+        ...(projection ? { projection } : {}),
+      })
       .catch((err: unknown) => runtime.logger.warn({ err, position }, 'read model lags behind a write'));
   };
 

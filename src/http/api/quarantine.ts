@@ -7,6 +7,7 @@ import type { OperatorAuth } from '../../auth/index.ts';
 import { queueNameSchema } from '../../domain/queue.ts';
 import { releaseHeld } from '../../rules/quarantine-release.ts';
 import type { Runtime } from '../../runtime.ts';
+import { READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import { operatorBearer } from './operator-bearer.ts';
 import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
 import { QuarantinePage, ReleaseOut } from './schemas.ts';
@@ -138,7 +139,7 @@ export function createQuarantineRoutes(deps: QuarantineApiDeps) {
         );
         if (position) {
           await runtime.projections
-            .waitFor(position, { timeoutMs: 5000 })
+            .waitFor(position, { timeoutMs: READ_YOUR_WRITES_MS })
             .catch((err: unknown) =>
               runtime.logger.warn({ err }, 'read model lags behind a quarantine release'),
             );

@@ -94,6 +94,7 @@ describe('browser safety of the form posts (docs/reference/screens.md, Browser s
       [{ origin: 'http://hooks.example.com', host: 'hooks.example.com' }, 403], // not the base URL's scheme
       [{ origin: 'http://localhost:3000', host: 'localhost:8080' }, 403], // another local app
       [{ origin: 'null', host: '127.0.0.1:8080' }, 403],
+      [{ 'sec-fetch-site': 'none', origin: 'null', host: '127.0.0.1:8080' }, 403],
       [{ 'sec-fetch-site': 'same-site', origin: BASE_URL }, 403], // Sec-Fetch-Site decides
     ];
     for (const [headers, status] of cases) {
