@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { type Aggregate, readAggregate } from '../commands/handle-command.ts';
 import { decideOnDuplicate, reserveDelivery } from '../domain/delivery/decide.ts';
 import {
   DELIVERIES_STREAM,
@@ -6,11 +7,10 @@ import {
   type DeliveryMetadata,
   eventIdFromRevision,
   type IngestAck,
-  RESERVATION_EVENT_TYPES,
   type ReservationEvent,
 } from '../domain/delivery/events.ts';
-import { evolveReservation, type ReservationState } from '../domain/delivery/state.ts';
-import { decodeAggregateEvent, decodeDeliveryMetadata } from '../domain/events.ts';
+import { type ReservationState, reservationFolder } from '../domain/delivery/state.ts';
+import { decodeDeliveryMetadata } from '../domain/events.ts';
 import { HooklineError } from '../errors.ts';
 import { encodeEvent } from '../eventstore/codec.ts';
 import {
@@ -128,6 +128,9 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
    * store that has appendAtomic they go in one transaction (one group commit, nothing to clean up
    * after a crash); otherwise the reservation first, then the delivery. Throws
    * WrongExpectedVersionError when the reservation is taken (nothing of this delivery was written).
+   * The one append outside the command handler, on purpose (docs/architecture.md): it spans several
+   * streams in one transaction, which the handler's one-stream append cannot; the reservation's
+   * expected revision and the hand-off todo's `no_stream` are its concurrency guards.
    */
   async function appendDelivery(
     uuid: string,
@@ -201,17 +204,13 @@ export function createDeliveryRecorder(deps: RecorderDeps): DeliveryRecorder {
   async function readReservation(
     stream: string,
   ): Promise<(ReservationState & { readonly revision: bigint }) | undefined> {
-    let state: (ReservationState & { readonly revision: bigint }) | undefined;
+    let read: Aggregate<ReservationState | undefined>;
     try {
-      for await (const e of store.readStream(stream)) {
-        const event = decodeAggregateEvent<ReservationEvent>(e, RESERVATION_EVENT_TYPES);
-        state = { ...evolveReservation(state, event), revision: e.revision };
-      }
+      read = await readAggregate(store, stream, reservationFolder);
     } catch (e) {
-      if (e instanceof StreamNotFoundError) return undefined;
       throw storageError(e);
     }
-    return state;
+    return read.state && { ...read.state, revision: read.revision };
   }
 
   /** The newest deliveries, where an in-flight or just-written original is. */

@@ -1,9 +1,8 @@
 import { credentialMatches } from '../auth/credentials.ts';
 import type { Clock } from '../clock.ts';
-import { createCachedAggregate } from '../commands/cached-aggregate.ts';
-import { endpointDecider } from '../domain/endpoint/decide.ts';
 import { endpointStream } from '../domain/endpoint/events.ts';
 import { type EndpointFacts, type EndpointState, isExpired } from '../domain/endpoint/state.ts';
+import { createCachedEndpoints } from '../endpoints/cached.ts';
 import { resolveEndpointId } from '../endpoints/resolve.ts';
 import { HooklineError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -20,7 +19,7 @@ export function createEndpointAuth(deps: { readonly store: EventStore; readonly 
   const slugs = new Map<string, string>();
   // The endpoint's state is folded once and checked against its stream's revision on every request
   // (one small query instead of reading the stream): a revoke still stops the next request.
-  const endpoints = createCachedAggregate(deps.store, endpointDecider);
+  const endpoints = createCachedEndpoints(deps.store);
 
   /** The bearer against the endpoint's state: its facts, or the 401 of the first check that fails. */
   const check = (state: EndpointState, token: string): EndpointFacts => {

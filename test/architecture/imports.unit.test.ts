@@ -12,11 +12,11 @@ import { describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Application services, one folder per feature, on the one command handler. */
-const FEATURES = 'commands|endpoints|todos|rules|webhooks|providers|settings|retention';
+const FEATURES = 'commands|endpoints|todos|rules|webhooks|providers|settings|retention|friends|deliveries';
 /** What serves people and agents: it may use features, never the other way round. */
 const SURFACES = 'http|mcp|cli';
 /** Everything under src/ but the domain. */
-const OUTSIDE_DOMAIN = `(${FEATURES}|${SURFACES}|ingest|live|auth|replay|eventstore|db)`;
+const OUTSIDE_DOMAIN = `(${FEATURES}|${SURFACES}|ingest|live|auth|replay|eventstore|db|metrics)`;
 
 const rules: IForbiddenRuleType[] = [
   {
@@ -40,10 +40,24 @@ const rules: IForbiddenRuleType[] = [
     // src/auth/plugin.ts is the OAuth server's HTTP routes: a surface itself, it shares the
     // form-post policy of src/http/same-origin.ts.
     from: {
-      path: `^src/(${FEATURES}|ingest|live|auth|replay|eventstore|db)/`,
+      path: `^src/(${FEATURES}|ingest|live|auth|replay|eventstore|db|metrics)/`,
       pathNot: '^src/auth/plugin\\.ts$',
     },
     to: { path: `^src/(${SURFACES})/` },
+  },
+  {
+    name: 'surfaces-reach-the-log-through-features',
+    comment:
+      'HTTP, MCP and the CLI read and write streams through features: of the event store only types, of the command handler nothing.',
+    severity: 'error',
+    // The error plugin maps the store's errors to problem documents; `hookline export`/`import`
+    // move the whole log, which is the event store's own job (src/eventstore/transfer.ts).
+    from: { path: `^src/(${SURFACES})/`, pathNot: '^src/http/errors-plugin\\.ts$' },
+    to: {
+      path: '^src/(eventstore|commands)/',
+      pathNot: '^src/eventstore/transfer\\.ts$',
+      dependencyTypesNot: ['type-only'],
+    },
   },
   {
     name: 'only-entry-points-build-the-app',
@@ -129,22 +143,33 @@ async function violations(): Promise<string[]> {
 /** Files that may run SQL: the read models, the event store, the database layer and OAuth's own table. */
 const SQL_ALLOWED =
   /^(projections\/|src\/eventstore\/|src\/db\/|src\/auth\/oauth-adapter\.ts$|src\/http\/health\.ts$)/;
-const SQL_CALL = /\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\bsql`/;
+/** Kysely's builders, its sql`` tag, and node-pg's raw `client.query(...)`. */
+const SQL_CALL = /\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\bsql`|\.query(<[^>]*>)?\(/;
 
-function filesRunningSql(): string[] {
+/** The .ts files under `under` (paths from the repository root) whose text matches `pattern`. */
+function filesMatching(under: string, pattern: RegExp, allowed?: RegExp): string[] {
   const found: string[] = [];
-  for (const entry of readdirSync(path.join(root, 'src'), { recursive: true, withFileTypes: true })) {
+  for (const entry of readdirSync(path.join(root, under), { recursive: true, withFileTypes: true })) {
     if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
     const file = path.relative(root, path.join(entry.parentPath, entry.name)).split(path.sep).join('/');
-    if (SQL_ALLOWED.test(file)) continue;
-    if (SQL_CALL.test(readFileSync(path.join(root, file), 'utf8'))) found.push(file);
+    if (allowed?.test(file)) continue;
+    if (pattern.test(readFileSync(path.join(root, file), 'utf8'))) found.push(file);
   }
   return found;
 }
 
+/** A stream read, appended or followed on the event store itself, not through a feature. */
+const STORE_STREAM_CALL =
+  /\bstore\??\.(readStream|readEvent|readAll|subscribeAll|append|appendAtomic|streamInfo|streamRevisions|truncateStream)\(/;
+
 describe('import directions (docs/architecture.md)', () => {
   it('read-model SQL lives in the query files, not in the domain, the features, MCP or the screens', () => {
-    expect(filesRunningSql()).toEqual([]);
+    expect(filesMatching('src', SQL_CALL, SQL_ALLOWED)).toEqual([]);
+  });
+
+  it('HTTP, MCP and the CLI read and write streams through features, never on the store itself', () => {
+    const surfaces = SURFACES.split('|').flatMap((s) => filesMatching(`src/${s}`, STORE_STREAM_CALL));
+    expect(surfaces).toEqual([]);
   });
 
   it('every import runs the way the layout says, with no cycle', { timeout: 60_000 }, async () => {

@@ -43,8 +43,8 @@ function rows(text: string): string[][] {
 const verbsIn = (cell: string): string[] => [...cell.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!);
 
 describe('verb tables against the verb catalog (src/domain/endpoint/verbs.ts)', () => {
-  it("README's MCP verbs table lists each group with exactly its verbs, in catalog order", () => {
-    const table = rows(section(read('README.md'), '## MCP verbs'));
+  it("the MCP reference's verbs table lists each group with exactly its verbs, in catalog order", () => {
+    const table = rows(section(read('docs/reference/mcp-tools.md'), '## Verbs'));
     const byGroup = Object.fromEntries(
       table.map(([group, verbs]) => [group!.split(' ')[0]!, verbsIn(verbs!)]),
     );

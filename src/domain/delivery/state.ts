@@ -1,4 +1,5 @@
-import type { ReservationEvent } from './events.ts';
+import type { Decider } from '../shared.ts';
+import { RESERVATION_EVENT_TYPES, type ReservationEvent } from './events.ts';
 
 export interface ReservationState {
   /** The UUID of the delivery event that holds the external id. */
@@ -22,3 +23,17 @@ export function evolveReservation(
     }
   }
 }
+
+/**
+ * How a reservation stream folds, for the command handler's read (readAggregate): no holder until
+ * its first event. There is no decider to go with it: the reservation is appended with its
+ * delivery in one transaction, outside the handler (docs/architecture.md, the one exception).
+ */
+export const reservationFolder: Pick<
+  Decider<never, ReservationState | undefined, ReservationEvent>,
+  'initialState' | 'evolve' | 'eventTypes'
+> = {
+  initialState: () => undefined,
+  evolve: evolveReservation,
+  eventTypes: RESERVATION_EVENT_TYPES,
+};

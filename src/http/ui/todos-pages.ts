@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { findEndpointBySlug, listEndpoints } from '../../../projections/endpoints.queries.ts';
 import { findTodo, pageOperatorTodos } from '../../../projections/todos.queries.ts';
-import { decodeOneOf } from '../../domain/events.ts';
-import { TODO_EVENT_TYPES, type TodoEvent, todoStream } from '../../domain/todo/events.ts';
+import type { TodoEvent } from '../../domain/todo/events.ts';
 import { HooklineError } from '../../errors.ts';
-import { StreamNotFoundError } from '../../eventstore/port.ts';
+import { readTodoHistory } from '../../todos/history.ts';
 import { queueUrl, TODO_STATES } from './agents-page.ts';
 import { humanResolver, layoutContext, sendHtml, type UiDeps, wantsFragment } from './context.ts';
 
@@ -192,14 +191,9 @@ export function registerTodosPages(app: FastifyInstance, deps: UiDeps): void {
       throw new HooklineError('not_found', 'no todo of yours has that id');
     }
     // The audit trail is the todo's own stream, read as recorded.
-    const history: HistoryEntry[] = [];
-    try {
-      for await (const e of deps.store.readStream(todoStream(id))) {
-        history.push(historyEntry(decodeOneOf(e, TODO_EVENT_TYPES), todo.slug));
-      }
-    } catch (err) {
-      if (!(err instanceof StreamNotFoundError)) throw err;
-    }
+    const history: HistoryEntry[] = (await readTodoHistory(deps.store, id)).map((e) =>
+      historyEntry(e, todo.slug),
+    );
     const view = {
       todo,
       payload: JSON.stringify(todo.payload, null, 2) ?? 'null',

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { RoutingChange } from '../../domain/webhook/decide.ts';
+import { RULE_LIMITS } from '../../domain/webhook/rules.ts';
 import { loadOwned as loadOwnedWebhook, presentRouting, saveRouting as save } from '../../rules/edit.ts';
 import { failure, ok } from '../result.ts';
 import type { ToolContext } from './types.ts';
@@ -10,12 +11,16 @@ export const webhookId = z
   .regex(/^wh_[a-z2-7]{20}$/, 'a webhook id looks like wh_ followed by 20 base32 characters')
   .describe('The webhook (wh_...); only the endpoint that owns it may manage its rules and routes.');
 
-export const ruleId = z.string().min(1).max(128).describe('The rule id (unique within the webhook).');
+export const ruleId = z
+  .string()
+  .min(1)
+  .max(RULE_LIMITS.maxIdLength)
+  .describe('The rule id (unique within the webhook).');
 
 export const ruleSource = z
   .string()
   .min(1)
-  .max(8192)
+  .max(RULE_LIMITS.maxSourceLength)
   .describe(
     "A JavaScript function expression of the delivery returning { route: 'queue' }, { drop: true }, { quarantine: true } or 'continue' (rules-sandbox/rules.d.ts).",
   );
