@@ -255,7 +255,7 @@ function redactForMessage(name: string, value: string): string {
 
 /**
  * The HOOKLINE_* variables read outside the schema: by the command-line client and the test suite
- * (README, "CLI and test variables"). Known, so never reported as unknown.
+ * (docs/reference/configuration.md, "CLI and test variables"). Known, so never reported as unknown.
  */
 export const clientAndTestVariables: readonly string[] = Object.freeze([
   'HOOKLINE_URL',

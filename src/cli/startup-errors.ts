@@ -4,7 +4,7 @@ import { CliExit } from './support.ts';
 
 /**
  * Start-up and configuration failures said as one sentence each, with what to change, instead of
- * a stack (README "Configuration", start-up errors).
+ * a stack (docs/reference/configuration.md, start-up errors).
  */
 
 type Cause = Error & { code?: string; syscall?: string; address?: string; port?: number };

@@ -41,7 +41,7 @@ export function warnUnknownVariables(env: NodeJS.ProcessEnv = process.env): void
   warned = true;
   for (const { name, closest } of unknownVariables(env)) {
     process.stderr.write(
-      `hookline: warning: ${name} is not a variable hookline reads, and is ignored${closest ? `; did you mean ${closest}?` : ' (README, "Configuration", lists them)'}\n`,
+      `hookline: warning: ${name} is not a variable hookline reads, and is ignored${closest ? `; did you mean ${closest}?` : ' (docs/reference/configuration.md lists them)'}\n`,
     );
   }
 }

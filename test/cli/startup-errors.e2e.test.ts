@@ -148,7 +148,7 @@ describe('configuration the CLI cannot use', () => {
       'hookline: warning: HOOKLINE_PROT is not a variable hookline reads, and is ignored; did you mean HOOKLINE_PORT?',
     );
     expect(run.stderr).toContain(
-      'hookline: warning: HOOKLINE_SOMETHING_ELSE is not a variable hookline reads, and is ignored (README, "Configuration", lists them)',
+      'hookline: warning: HOOKLINE_SOMETHING_ELSE is not a variable hookline reads, and is ignored (docs/reference/configuration.md lists them)',
     );
     // A warning, not a failure: the command went on (to find no server there).
     expect(run.code).toBe(1);
