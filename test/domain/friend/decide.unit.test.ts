@@ -5,7 +5,12 @@ import type { EndpointEvent } from '../../../src/domain/endpoint/events.ts';
 import type { EndpointState } from '../../../src/domain/endpoint/state.ts';
 import { ALL_VERBS } from '../../../src/domain/endpoint/verbs.ts';
 import { DomainError } from '../../../src/domain/errors.ts';
-import { type FriendCommand, friendDecider, type RequestFriend } from '../../../src/domain/friend/decide.ts';
+import {
+  type FriendCommand,
+  friendDecider,
+  RequestExpired,
+  type RequestFriend,
+} from '../../../src/domain/friend/decide.ts';
 import type { FriendEvent } from '../../../src/domain/friend/events.ts';
 import { FRIEND_GRANTABLE } from '../../../src/domain/friend/grant.ts';
 import type { FriendState } from '../../../src/domain/friend/state.ts';
@@ -159,11 +164,15 @@ describe('approval', () => {
       .when(approve(['create_for']), later(15 * DAY))
       .thenThrows('conflict', /expired/);
     spec.given(requested).when({ type: 'ExpireFriend' }).thenNothing();
-    const [expired] = spec
+    spec
       .given(requested)
-      .when({ type: 'ExpireFriend' }, later(15 * DAY))
-      .events();
-    expect(expired?.type).toBe('FriendExpired');
+      .when({ type: 'ExpireFriend' }, later(14 * DAY))
+      .thenEvents([
+        {
+          type: 'FriendExpired',
+          data: { friend_id: request.friendId, expired_at: later(14 * DAY).toISOString() },
+        },
+      ]);
   });
 
   it('refuses to approve twice, or after a decline', () => {
@@ -179,6 +188,72 @@ describe('approval', () => {
       .given(requested, ...declined)
       .when(approve(['create_for']))
       .thenThrows('conflict');
+  });
+});
+
+describe('expiry (14 days by default)', () => {
+  const due = later(14 * DAY);
+  const expired = spec.given(requested).when({ type: 'ExpireFriend' }, due).events()[0] as FriendEvent;
+
+  it('records no actor: the clock ended the request, and the state says expired with nobody behind it', () => {
+    expect(expired.data).toEqual({ friend_id: request.friendId, expired_at: due.toISOString() });
+    expect(spec.given(requested, expired).state()).toMatchObject({ status: 'expired', endedBy: null });
+  });
+
+  it('is recorded once, and never for a request that was answered or withdrawn before it was due', () => {
+    spec
+      .given(requested, expired)
+      .when({ type: 'ExpireFriend' }, later(20 * DAY))
+      .thenNothing();
+    spec
+      .given(requested, approved)
+      .when({ type: 'ExpireFriend' }, later(20 * DAY))
+      .thenNothing();
+    const declined = spec
+      .given(requested)
+      .when({ type: 'DeclineFriend', ...op('alice') })
+      .events();
+    spec
+      .given(requested, ...declined)
+      .when({ type: 'ExpireFriend' }, later(20 * DAY))
+      .thenNothing();
+  });
+
+  it('refuses every move on a request past its expiry with the same 409 naming expires_at, recorded or not', () => {
+    const moves: FriendCommand[] = [
+      approve(['create_for']),
+      { type: 'DeclineFriend', ...op('alice') },
+      { type: 'NarrowFriend', ...op('alice'), verbs: ['create_for'] },
+      { type: 'RevokeFriend', ...op('alice') },
+      { type: 'WithdrawFriend', actor: { kind: 'task', label: 'a2a' } },
+    ];
+    for (const move of moves) {
+      for (const given of [[requested], [requested, expired]]) {
+        const refused = spec
+          .given(...given)
+          .when(move, later(15 * DAY))
+          .thenThrows('conflict', /the request expired at 2026-12-09T10:00:00.000Z/);
+        expect(refused, move.type).toBeInstanceOf(RequestExpired);
+        expect(refused.extensions).toEqual({ expires_at: due.toISOString() });
+      }
+    }
+  });
+
+  it('is not an expiry to anyone else: another operator still hears not found', () => {
+    const refused = spec
+      .given(requested)
+      .when(approve(['create_for'], 'mallory'), later(15 * DAY))
+      .thenThrows('not_found');
+    expect(refused).not.toBeInstanceOf(RequestExpired);
+  });
+
+  it('one millisecond before it, the request is still answerable', () => {
+    expect(
+      spec
+        .given(requested)
+        .when(approve(['create_for']), new Date(due.getTime() - 1))
+        .events()[0]?.type,
+    ).toBe('FriendApproved');
   });
 });
 
