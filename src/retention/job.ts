@@ -7,6 +7,7 @@ import {
 import { getSettings } from '../../projections/settings.queries.ts';
 import type { Clock } from '../clock.ts';
 import { appendEvents } from '../commands/handle-command.ts';
+import { withAdvisoryLock } from '../db/advisory-lock.ts';
 import type { DB } from '../db/database.ts';
 import type { SqlDatabase } from '../db/open.ts';
 import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
@@ -150,26 +151,9 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return data;
   }
 
-  /** One instance prunes at a time (a session advisory lock), in every mode. */
-  async function locked<T>(work: () => Promise<T>): Promise<T | null> {
-    const client = await deps.sql.pool.connect();
-    try {
-      const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [
-        ADVISORY_LOCK_KEY,
-      ]);
-      if (!got.rows[0]?.ok) return null;
-      try {
-        return await work();
-      } finally {
-        await client.query('select pg_advisory_unlock($1)', [ADVISORY_LOCK_KEY]);
-      }
-    } finally {
-      client.release();
-    }
-  }
-
   const runOnce = (): Promise<RetentionRanData | null> => {
-    const p = locked(cycle);
+    // One instance prunes at a time, in every mode.
+    const p = withAdvisoryLock(deps.sql.pool, ADVISORY_LOCK_KEY, cycle);
     running = p.catch(() => {});
     return p;
   };
