@@ -46,3 +46,20 @@ export function approvedEdgesOf(db: Kysely<Database>, endpointId: string): Promi
     .orderBy('id')
     .execute();
 }
+
+/**
+ * The expiry sweep: pending requests whose expiry has passed by `now`, oldest expiry first. The
+ * read model may lag; the sweep decides on each edge's stream, so a row approved meanwhile is left.
+ */
+export async function dueFriendRequests(db: Kysely<Database>, now: Date, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('friends')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
