@@ -327,10 +327,17 @@ describe('narrowing, revocation, withdrawal, the credential', () => {
 /**
  * The invariant of release 0.5.0 items 2 and 6: whatever commands arrive, in whatever order and
  * with whatever verbs, neither a friend edge's grant nor its friend endpoint ever holds a verb
- * outside create_for plus the drain verbs, and neither ever widens.
+ * outside create_for plus the drain verbs, and neither ever widens. Every command that touches an
+ * endpoint's verbs is in the sequences: the vend at approval, NarrowEndpoint, ChangeEndpointScope
+ * (the operator's PATCH) and RevokeEndpoint.
  */
 describe('no command sequence gives a friend a verb outside the grantable set (fast-check)', () => {
-  const verb = fc.constantFrom(...ALL_VERBS, 'drop_database', '');
+  // Mostly grantable verbs, so that approvals and vends get through often enough for the later
+  // steps to act on a live friend endpoint; the rest any verb of the catalogue or none at all.
+  const verb = fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...FRIEND_GRANTABLE) },
+    { weight: 1, arbitrary: fc.constantFrom(...ALL_VERBS, 'drop_database', '') },
+  );
   const verbs = fc.array(verb, { maxLength: 8 });
   const actor = fc.constantFrom('alice', 'mallory');
   const step = fc.oneof(
@@ -341,6 +348,16 @@ describe('no command sequence gives a friend a verb outside the grantable set (f
     fc.record({ kind: fc.constant('decline' as const), operator: actor }),
     fc.record({ kind: fc.constant('withdraw' as const) }),
     fc.record({ kind: fc.constant('expire' as const), days: fc.integer({ min: 0, max: 30 }) }),
+    // PATCH /api/v1/endpoints/{ref} on the friend endpoint: the other path that sets its verbs.
+    fc.record({
+      kind: fc.constant('scope' as const),
+      verbs: fc.option(verbs, { nil: undefined }),
+      queues: fc.option(fc.shuffledSubarray(['handback', 'inbox', 'other', 'quarantine']), {
+        nil: undefined,
+      }),
+      moveTo: fc.option(fc.constantFrom('handback', 'inbox'), { nil: undefined }),
+      operator: actor,
+    }),
   );
 
   function tryDecide<C, S, E extends { type: string; data: unknown }>(
@@ -366,7 +383,7 @@ describe('no command sequence gives a friend a verb outside the grantable set (f
         let lastGrant: readonly string[] | null = null;
         let lastEndpointVerbs: readonly string[] | null = null;
         for (const s of steps) {
-          let command: FriendCommand;
+          let command: FriendCommand | null = null;
           let endpointCommand: EndpointCommand | null = null;
           switch (s.kind) {
             case 'request':
@@ -415,8 +432,21 @@ describe('no command sequence gives a friend a verb outside the grantable set (f
               at = new Date(at.getTime() + s.days * DAY);
               command = { type: 'ExpireFriend' };
               break;
+            case 'scope':
+              endpointCommand = {
+                type: 'ChangeEndpointScope',
+                operator: s.operator,
+                human: s.operator,
+                queues: s.queues,
+                // Raw, ungrantable verbs included: the endpoint decider must refuse on its own.
+                verbs: s.verbs as never,
+                moveTo: s.moveTo,
+                liveTodos: {},
+              };
+              break;
           }
-          edge = tryDecide<FriendCommand, FriendState, FriendEvent>(friendDecider, command, edge, at);
+          if (command)
+            edge = tryDecide<FriendCommand, FriendState, FriendEvent>(friendDecider, command, edge, at);
           if (endpointCommand) {
             endpoint = tryDecide<EndpointCommand, EndpointState, EndpointEvent>(
               endpointDecider,
@@ -433,13 +463,15 @@ describe('no command sequence gives a friend a verb outside the grantable set (f
           }
           if (endpoint.status !== 'none') {
             expect(endpoint.friendId).toBe(request.friendId);
+            // Its queue is the requester's, fixed by the request: no scope change moves it.
+            expect(endpoint.queues).toEqual(['handback']);
             for (const v of endpoint.verbs) expect(FRIEND_GRANTABLE).toContain(v);
             if (lastEndpointVerbs) for (const v of endpoint.verbs) expect(lastEndpointVerbs).toContain(v);
             lastEndpointVerbs = endpoint.verbs;
           }
         }
       }),
-      { numRuns: 500 },
+      { numRuns: 1000 },
     );
   });
 });
