@@ -165,6 +165,7 @@ describe.runIf(chromiumAvailable())('friends end to end: A2A request, approval i
       expect(friends.friends).toEqual([
         expect.objectContaining({
           friend_id: taskId,
+          peer: { untrusted_name: 'Build Bot <b>', slug: new URL(cred.mcp_url).pathname.split('/').at(-1) },
           queue: 'handback',
           granted_verbs: ['create_for', 'list_todos', 'claim_next', 'complete'],
         }),
