@@ -31,18 +31,33 @@ export function findFriendOf(
 }
 
 /**
- * list_friends: the approved edges an endpoint sits on, as the approver's endpoint or as the
- * friend endpoint the approval minted.
+ * list_friends: the approved edges of an approver endpoint. A friend endpoint never holds that
+ * verb (it is not grantable), so the friend's side is never asked for.
  */
 export function approvedEdgesOf(db: Kysely<Database>, endpointId: string): Promise<FriendRow[]> {
   return db
     .selectFrom('friends')
     .selectAll()
     .where('status', '=', 'approved')
-    .where((eb) =>
-      eb.or([eb('approver_endpoint_id', '=', endpointId), eb('friend_endpoint_id', '=', endpointId)]),
-    )
+    .where('approver_endpoint_id', '=', endpointId)
     .orderBy('approved_at')
     .orderBy('id')
     .execute();
+}
+
+/**
+ * The expiry sweep: pending requests whose expiry has passed by `now`, oldest expiry first. The
+ * read model may lag; the sweep decides on each edge's stream, so a row approved meanwhile is left.
+ */
+export async function dueFriendRequests(db: Kysely<Database>, now: Date, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('friends')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
 }

@@ -2,6 +2,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOption
 import { createOperatorAuth } from './auth/index.ts';
 import { oauthPlugin } from './auth/plugin.ts';
 import { createFollowUps } from './follow-up.ts';
+import type { FriendExpiryOptions } from './friends/expiry.ts';
+import { friendExpiryPlugin } from './friends/expiry-plugin.ts';
 import { createA2aRoutes } from './http/a2a/plugin.ts';
 import { adminPlugin } from './http/admin.ts';
 import { createEventRoutes } from './http/api/events.ts';
@@ -41,6 +43,8 @@ export interface BuildAppOptions {
   readonly stream?: StreamOptions;
   /** Tests: sees every route as it is registered (the OpenAPI document is checked against them). */
   readonly onRoute?: (route: RouteOptions) => void;
+  /** Tests: how often the friend-request expiry sweep runs (default once a minute). */
+  readonly friendExpiry?: FriendExpiryOptions;
 }
 
 /**
@@ -122,6 +126,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
   await app.register(createA2aRoutes({ runtime, secretBox })); // /a2a/<slug>: Agent Card and friend requests
+  await app.register(friendExpiryPlugin(runtime, options.friendExpiry)); // pending requests past 14 days: FriendExpired
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
   const followUps = createFollowUps({ logger: runtime.logger });
   runtime.onClose(() => followUps.idle()); // before the store closes: a late todo or doorbell still gets written

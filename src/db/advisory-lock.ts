@@ -1,9 +1,10 @@
 import type pg from 'pg';
 
 /**
- * Runs `work` while a session of the pool holds the advisory lock `key` (single-key form, an
- * int8), released when it ends; null, without running it, when another session holds the lock.
- * Keeps one job (the retention prune) to one instance at a time.
+ * Runs `work` holding a session advisory lock on a connection of its own, or answers null at once
+ * when another session (another instance) holds it: background jobs that one instance at a time
+ * should run (retention, the friend-request expiry sweep) take turns, in every mode. `key` is any
+ * bigint-sized number naming the job.
  */
 export async function withAdvisoryLock<T>(
   pool: pg.Pool,

@@ -7,6 +7,7 @@ import {
   type FriendActor,
   type FriendCommand,
   friendDecider,
+  RequestExpired,
   type RequestFriend,
 } from '../domain/friend/decide.ts';
 import { friendStream } from '../domain/friend/events.ts';
@@ -16,7 +17,7 @@ import { QUARANTINE } from '../domain/queue.ts';
 import { ensureAgent } from '../endpoints/agents.ts';
 import { loadEndpoint, resolveEndpointId } from '../endpoints/resolve.ts';
 import { claimSlug } from '../endpoints/vend.ts';
-import { asHooklineError, HooklineError } from '../errors.ts';
+import { HooklineError } from '../errors.ts';
 import type { Position } from '../eventstore/port.ts';
 import { isId, newId } from '../ids.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
@@ -127,20 +128,35 @@ export async function requestFromEndpoint(
 }
 
 /**
- * Records the expiry of a pending request that is due, then refuses what was asked with the
- * decider's own answer (a conflict naming the expiry).
+ * Records FriendExpired for a pending request past its expiry; nothing for any other edge. The
+ * expiry sweep calls it for each due request, and a move refused as expired calls it too.
  */
-async function friendCommand(deps: CommandDeps, friendId: string, command: FriendCommand) {
+export function expireFriend(deps: CommandDeps, friendId: string) {
+  return handleCommand(deps, friendStream(friendId), friendDecider, { type: 'ExpireFriend' }, RETRY);
+}
+
+/**
+ * Runs `work`; when the decider refuses it because the request expired, records the expiry
+ * first, then refuses with the decider's own answer (409 naming `expires_at`). So every path that
+ * finds a request expired leaves the log, and the read model, saying so.
+ */
+async function recordingExpiry<T>(deps: CommandDeps, friendId: string, work: () => T | Promise<T>) {
   try {
-    return await handleCommand(deps, friendStream(friendId), friendDecider, command, RETRY);
+    return await work();
   } catch (err) {
-    const known = asHooklineError(err);
-    if (known?.code === 'conflict' && /expired/.test(known.message)) {
-      await handleCommand(deps, friendStream(friendId), friendDecider, { type: 'ExpireFriend' }, RETRY);
-    }
+    if (err instanceof RequestExpired) await expireFriend(deps, friendId);
     throw err;
   }
 }
+
+const friendCommand = (deps: CommandDeps, friendId: string, command: FriendCommand) =>
+  recordingExpiry(deps, friendId, () =>
+    handleCommand(deps, friendStream(friendId), friendDecider, command, RETRY),
+  );
+
+/** The decision on the edge as read, before anything else moves (an endpoint minted or narrowed). */
+const decideFirst = (deps: CommandDeps, friendId: string, command: FriendCommand, state: FriendState) =>
+  recordingExpiry(deps, friendId, () => friendDecider.decide(command, state, deps.clock.now()));
 
 /**
  * Approval (the approver's owner, possibly narrowing): checks the decision first on the edge as
@@ -176,7 +192,7 @@ export async function approveFriend(
     credentialSealed: sealed,
   });
   // Refused here (not pending, expired, verbs outside the request) before anything is minted.
-  friendDecider.decide(draft('ep_pending', 'pending', ''), state, deps.clock.now());
+  await decideFirst(deps, friendId, draft('ep_pending', 'pending', ''), state);
 
   const endpointId = newId('ep');
   const agent = await ensureAgent(deps, { operator: input.operator, name: state.requester.name });
@@ -244,7 +260,7 @@ export async function narrowFriend(
     human: input.human,
     verbs: input.verbs,
   };
-  const events = friendDecider.decide(command, state, deps.clock.now());
+  const events = await decideFirst(deps, friendId, command, state);
   if (events.length === 0 || state.status === 'none' || !state.grant) return { state, position: undefined };
   await handleCommand(
     deps,
@@ -261,7 +277,7 @@ export async function revokeFriend(deps: CommandDeps, input: Operator & { readon
   const friendId = friendIdOf(input.friendRef);
   const { state } = await loadFriend(deps, friendId);
   const command: FriendCommand = { type: 'RevokeFriend', operator: input.operator, human: input.human };
-  const events = friendDecider.decide(command, state, deps.clock.now());
+  const events = await decideFirst(deps, friendId, command, state);
   if (events.length === 0 || state.status === 'none' || !state.grant) return { state, position: undefined };
   await handleCommand(
     deps,

@@ -151,12 +151,9 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return data;
   }
 
-  /** One instance prunes at a time (a session advisory lock), in every mode. */
-  const locked = <T>(work: () => Promise<T>): Promise<T | null> =>
-    withAdvisoryLock(deps.sql.pool, ADVISORY_LOCK_KEY, work);
-
   const runOnce = (): Promise<RetentionRanData | null> => {
-    const p = locked(cycle);
+    // One instance prunes at a time, in every mode.
+    const p = withAdvisoryLock(deps.sql.pool, ADVISORY_LOCK_KEY, cycle);
     running = p.catch(() => {});
     return p;
   };

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import * as oauth from 'oauth4webapi';
-import { buildApp } from '../../src/app.ts';
+import { type BuildAppOptions, buildApp } from '../../src/app.ts';
 import { packageVersion } from '../../src/cli/package.ts';
 import type { Clock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -40,6 +40,8 @@ export async function startServer(
     readonly logger?: Logger;
     /** The replay client's options (a test's TLS target: its CA, and which address counts as public). */
     readonly replay?: ReplayClientOptions;
+    /** What buildApp takes besides the runtime (the friend-request expiry sweep's interval, say). */
+    readonly app?: BuildAppOptions;
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
@@ -61,7 +63,7 @@ export async function startServer(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.replay ? { replay: options.replay } : {}),
   });
-  const app = await buildApp(runtime, { requestLogging: false });
+  const app = await buildApp(runtime, { requestLogging: false, ...options.app });
   await app.listen({ host: '127.0.0.1', port });
   return {
     url: config.baseUrl,

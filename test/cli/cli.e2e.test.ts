@@ -6,6 +6,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/cli/package.ts';
 import { startServer, type TestServer } from '../auth/server.ts';
+import { connectAgent } from '../mcp/support.ts';
 import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
 import { finished, hookline, start, waitForOutput } from './cli.ts';
 
@@ -198,7 +199,7 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     expect(badScheme.stderr).toMatch(/HTTP 400/);
   });
 
-  it('friends: takes requests, asks, approves, hands the credential over once (the real binary)', async () => {
+  it('friends: takes requests, asks, approves, hands the credential over once, narrows, revokes, declines (the real binary)', async () => {
     const a = JSON.parse((await hookline(['endpoints', 'vend', 'Friendly Bot', '--json'], env)).stdout);
     const b = JSON.parse((await hookline(['endpoints', 'vend', 'Asking Bot', '--json'], env)).stdout);
     const on = await hookline(['friends', 'accept', a.slug, 'on'], env);
@@ -216,9 +217,12 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
       ).stdout,
     );
     expect(asked.state).toBe('pending');
-    const approved = await hookline(['friends', 'approve', asked.id, '--verb', 'create_for'], env);
+    const approved = await hookline(
+      ['friends', 'approve', asked.id, '--verb', 'create_for', '--verb', 'claim_next'],
+      env,
+    );
     expect(approved.code, approved.stderr).toBe(0);
-    expect(approved.stdout).toContain('Grant        create_for');
+    expect(approved.stdout).toContain('Grant        create_for, claim_next');
     const list = JSON.parse((await hookline(['friends', 'list', '--json'], env)).stdout);
     expect(list.find((f: { id: string }) => f.id === asked.id)).toMatchObject({
       state: 'approved',
@@ -230,8 +234,51 @@ describe.runIf(hasChromium)('the hookline command-line client', () => {
     const twice = await hookline(['friends', 'credential', asked.id], env);
     expect(twice.code).toBe(1);
     expect(twice.stderr).toMatch(/HTTP 409/);
+
+    // narrow: the friendship and its friend endpoint keep create_for; claim_next is forbidden.
+    const friend = await connectAgent({
+      url: /MCP URL {6}(\S+)/.exec(cred.stdout)![1]!,
+      token: /Token {8}(\S+)/.exec(cred.stdout)![1]!,
+    });
+    try {
+      expect((await friend.client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+        'claim_next',
+        'create_for',
+      ]);
+      const wider = await hookline(['friends', 'narrow', asked.id, '--verb', 'list_todos'], env);
+      expect(wider.code).toBe(1);
+      expect(wider.stderr).toMatch(/HTTP 400/);
+      const narrowed = await hookline(['friends', 'narrow', asked.id, '--verb', 'create_for'], env);
+      expect(narrowed.code, narrowed.stderr).toBe(0);
+      expect(narrowed.stdout).toContain(`${asked.id}  approved`);
+      expect(narrowed.stdout).toContain('Grant        create_for\n');
+      expect(await friend.refused('claim_next', {})).toBe('forbidden');
+      const json = JSON.parse((await hookline(['friends', 'list', '--json'], env)).stdout);
+      expect(json.find((f: { id: string }) => f.id === asked.id)).toMatchObject({
+        granted_verbs: ['create_for'],
+      });
+    } finally {
+      await friend.close().catch(() => {});
+    }
     const revoked = await hookline(['friends', 'revoke', asked.id], env);
     expect(revoked.stdout).toContain('revoked');
+
+    // decline: a second request to the same endpoint, answered no.
+    const again = JSON.parse(
+      (await hookline(['friends', 'ask', b.slug, a.slug, '--verb', 'create_for', '--json'], env)).stdout,
+    );
+    const declined = await hookline(['friends', 'decline', again.id], env);
+    expect(declined.code, declined.stderr).toBe(0);
+    expect(declined.stdout).toContain(`${again.id}  declined`);
+    const declinedJson = JSON.parse((await hookline(['friends', 'list', '--json'], env)).stdout);
+    expect(declinedJson.find((f: { id: string }) => f.id === again.id)).toMatchObject({
+      state: 'declined',
+      granted_verbs: null,
+      friend_endpoint: null,
+    });
+    const late = await hookline(['friends', 'approve', again.id], env);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/declined.*HTTP 409/);
   });
 
   it('explains failures and what to do next', async () => {

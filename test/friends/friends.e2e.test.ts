@@ -3,7 +3,7 @@ import type { Task } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { delivery } from '../http/api/client.ts';
+import { delivery, readStream } from '../http/api/client.ts';
 import { connectAgent, settled, startServer, type TestServer, vend } from '../mcp/support.ts';
 import { chromiumAvailable, launchChromium } from '../support/chromium.ts';
 
@@ -165,6 +165,7 @@ describe.runIf(chromiumAvailable())('friends end to end: A2A request, approval i
       expect(friends.friends).toEqual([
         expect.objectContaining({
           friend_id: taskId,
+          peer: { untrusted_name: 'Build Bot <b>', slug: new URL(cred.mcp_url).pathname.split('/').at(-1) },
           queue: 'handback',
           granted_verbs: ['create_for', 'list_todos', 'claim_next', 'complete'],
         }),
@@ -212,5 +213,123 @@ describe.runIf(chromiumAvailable())('friends end to end: A2A request, approval i
       }),
     });
     expect(after.status).toBe(401);
+  });
+
+  /**
+   * The forms the journey above does not submit, each in Chromium: the outgoing request form
+   * (one of the owner's endpoints asks another), withdraw, decline, and "Show credential once",
+   * which shows the credential in its one answer and never again.
+   */
+  it('asks, withdraws, declines and shows a credential once, each through its form', async () => {
+    const owner = server.runtime.config.operator;
+    const asker = await vend(server, { operator: owner, queue: 'work' });
+    const asked = await vend(server, { operator: owner });
+    const outgoing = (id: string) =>
+      page.locator(`section[aria-labelledby="outgoing-title"] tr[data-friend="${id}"]`);
+    const friendship = (id: string) =>
+      page.locator(`section[aria-labelledby="friendships-title"] tr[data-friend="${id}"]`);
+    const typesOf = async (id: string) =>
+      (await readStream(server.runtime.store, `friend-${id}`)).map((e) => e.type);
+    const submitted = async () => {
+      await page.waitForURL(`${server.url}/friends`);
+      await settled(server);
+      await page.goto(`${server.url}/friends`);
+    };
+
+    await page.goto(`${server.url}/friends`);
+    await page.locator(`tr[data-endpoint="${asked.slug}"] form[data-form="accept"] button`).click();
+    await submitted();
+
+    /** Fills and sends the outgoing request form; answers the id of the request it made. */
+    const ask = async (message: string): Promise<string> => {
+      const ids = () =>
+        page
+          .locator('section[aria-labelledby="outgoing-title"] tr[data-friend]')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-friend') ?? ''));
+      const before = await ids();
+      const form = page.locator('form[data-form="request"]');
+      await form.locator('select[name="from"]').selectOption(asker.slug);
+      await form.locator('input[name="to"]').fill(asked.slug);
+      await form.locator('input[name="queue"]').fill('handback');
+      for (const v of ['list_todos', 'get_todo', 'claim', 'fail', 'release', 'heartbeat']) {
+        await form.locator(`input[name="verb_${v}"]`).uncheck();
+      }
+      await form.locator('textarea[name="message"]').fill(message);
+      await form.locator('button[type="submit"]').click();
+      await submitted();
+      const added = (await ids()).filter((id) => !before.includes(id));
+      expect(added).toHaveLength(1);
+      return added[0]!;
+    };
+
+    // The outgoing form records a local request with what was filled in.
+    const first = await ask('first <i>ask</i>');
+    const [requested] = await readStream(server.runtime.store, `friend-${first}`);
+    expect(requested?.data).toMatchObject({
+      approver_slug: asked.slug,
+      requester: { endpoint_id: asker.id, operator: owner },
+      requested_verbs: ['create_for', 'claim_next', 'complete'],
+      queue: 'handback',
+      message: 'first <i>ask</i>',
+      via: 'local',
+    });
+    expect(await outgoing(first).getAttribute('data-state')).toBe('pending');
+    expect(await page.locator(`article[data-friend="${first}"] [data-field="message"]`).textContent()).toBe(
+      'first <i>ask</i>',
+    );
+
+    // Withdraw, from the owner's own requests.
+    await outgoing(first).locator('form[data-form="withdraw"] button').click();
+    await submitted();
+    expect(await typesOf(first)).toEqual(['FriendRequested', 'FriendWithdrawn']);
+    expect(await outgoing(first).getAttribute('data-state')).toBe('withdrawn');
+    expect(await page.locator(`article[data-friend="${first}"]`).count()).toBe(0);
+
+    // Decline, from the incoming requests.
+    const second = await ask('second ask');
+    await page.locator(`article[data-friend="${second}"] form[data-form="decline"] button`).click();
+    await submitted();
+    expect(await typesOf(second)).toEqual(['FriendRequested', 'FriendDeclined']);
+    expect(await page.locator(`article[data-friend="${second}"]`).count()).toBe(0);
+    expect(await friendship(second).getAttribute('data-state')).toBe('declined');
+    expect(await friendship(second).locator('td:has([data-field="state"]) .muted').textContent()).toBe(
+      `by ${owner}`,
+    );
+    expect(await outgoing(second).getAttribute('data-state')).toBe('declined');
+
+    // Approve, then "Show credential once": shown in that one answer, then never again.
+    const third = await ask('third ask');
+    await page.locator(`article[data-friend="${third}"] form[data-form="approve"] button`).click();
+    await submitted();
+    expect(await outgoing(third).getAttribute('data-state')).toBe('approved');
+    await outgoing(third).locator('form[data-form="credential"] button').click();
+    await page.waitForURL(`${server.url}/friends/${third}/credential`);
+    const shown = page.locator(`section[data-credential="${third}"]`);
+    const token = (await shown.locator('[data-field="token"]').textContent()) ?? '';
+    const mcpUrl = (await shown.locator('[data-field="mcp_url"]').textContent()) ?? '';
+    expect(token).toMatch(/^hlk_/);
+    expect(JSON.parse((await shown.locator('[data-field="mcp_json"]').textContent()) ?? '')).toMatchObject({
+      mcpServers: expect.any(Object),
+    });
+    const friend = await connectAgent({ url: mcpUrl, token });
+    try {
+      const tools = (await friend.client.listTools()).tools.map((t) => t.name).sort();
+      expect(tools).toEqual(['claim_next', 'complete', 'create_for']);
+    } finally {
+      await friend.close().catch(() => {});
+    }
+
+    await page.goto(`${server.url}/friends`);
+    expect(await page.locator('section[data-credential]').count()).toBe(0);
+    expect(await page.content()).not.toContain(token);
+    expect(await outgoing(third).locator('form[data-form="credential"]').count()).toBe(0);
+    expect(await outgoing(third).textContent()).toContain('credential handed out');
+    // The same form posted again from the page: refused, and the token is not in the answer.
+    const again = await page.evaluate(async (url) => {
+      const res = await fetch(url, { method: 'POST' });
+      return { status: res.status, body: await res.text() };
+    }, `${server.url}/friends/${third}/credential`);
+    expect(again.status).toBe(409);
+    expect(again.body).not.toContain(token);
   });
 });

@@ -113,9 +113,11 @@ describe.runIf(await postgresAvailable())('friends read model: given events, the
         expect((await listFriendsOf(db, 'alice')).map((f) => f.id)).toEqual(['fr_1']);
         expect(await listFriendsOf(db, 'carol')).toEqual([]);
         expect(await findFriendOf(db, 'carol', 'fr_1')).toBeUndefined();
-        // list_friends: from the approver's endpoint and from the friend endpoint alike.
+        // list_friends serves the approver's endpoint only: a friend endpoint can never hold it
+        // (its grant is create_for and the drain verbs), and the requester's own endpoint is not a side.
         expect((await approvedEdgesOf(db, 'ep_b')).map((f) => f.id)).toEqual(['fr_1']);
-        expect((await approvedEdgesOf(db, 'ep_ffr_1')).map((f) => f.id)).toEqual(['fr_1']);
+        expect(await approvedEdgesOf(db, 'ep_ffr_1')).toEqual([]);
+        expect(await approvedEdgesOf(db, 'ep_a')).toEqual([]);
       });
   });
 

@@ -3,7 +3,7 @@ import { QUARANTINE, QUEUE_PATTERN, QUEUE_RULE } from '../queue.ts';
 import type { Decider } from '../shared.ts';
 import { FRIEND_EVENT_TYPES, type FriendEvent } from './events.ts';
 import { FRIEND_GRANTABLE, grantableOf, isGrantable } from './grant.ts';
-import { evolveFriend, type FriendState, initialFriendState } from './state.ts';
+import { effectiveStatus, evolveFriend, type FriendState, initialFriendState } from './state.ts';
 
 /** Who acts on an edge: an operator (the approver's owner, or a local requester's) or the A2A task holder. */
 export type FriendActor =
@@ -70,6 +70,10 @@ export interface WithdrawFriend {
   readonly actor: FriendActor;
 }
 
+/**
+ * Records that a pending request outlived its expiry (the sweep, or a move refused as expired).
+ * Nothing when the request is no longer pending or not yet due, so any number may race.
+ */
 export interface ExpireFriend {
   readonly type: 'ExpireFriend';
 }
@@ -196,10 +200,29 @@ function heldByRequester(state: FriendState, actor: FriendActor): Existing {
 
 const actorLabel = (actor: FriendActor): string => (actor.kind === 'task' ? actor.label : actor.human);
 
-function pendingOnly(state: Existing, now: Date, doing: string): void {
-  if (state.status === 'pending' && state.expiresAt.getTime() <= now.getTime()) {
-    throw new DomainError('conflict', `the request expired at ${state.expiresAt.toISOString()}`);
+/**
+ * The refusal of any move on a request past its expiry, whether FriendExpired is recorded yet or
+ * not: the same 409 either way, naming the expiry (`expires_at`). A caller that gets it for a
+ * request still pending records the expiry (ExpireFriend) before answering.
+ */
+export class RequestExpired extends DomainError {
+  constructor(expiresAt: Date) {
+    super('conflict', `the request expired at ${expiresAt.toISOString()}`, {
+      expires_at: expiresAt.toISOString(),
+    });
+    this.name = 'RequestExpired';
   }
+}
+
+/** Expired: recorded, or pending past its expiry (then FriendExpired is due). */
+function refuseExpired(state: Existing, now: Date): void {
+  if (state.status === 'expired' || effectiveStatus(state, now) === 'expired') {
+    throw new RequestExpired(state.expiresAt);
+  }
+}
+
+function pendingOnly(state: Existing, now: Date, doing: string): void {
+  refuseExpired(state, now);
   if (state.status !== 'pending')
     throw new DomainError('conflict', `cannot ${doing} a request that is ${state.status}`);
 }
@@ -269,6 +292,7 @@ export function decideFriend(command: FriendCommand, state: FriendState, now: Da
     }
     case 'NarrowFriend': {
       const edge = ownedByApprover(state, command.operator);
+      refuseExpired(edge, now);
       if (edge.status !== 'approved' || !edge.grant) {
         throw new DomainError('conflict', `cannot narrow a friendship that is ${edge.status}`);
       }
@@ -284,6 +308,7 @@ export function decideFriend(command: FriendCommand, state: FriendState, now: Da
     case 'RevokeFriend': {
       const edge = ownedByApprover(state, command.operator);
       if (edge.status === 'revoked') return [];
+      refuseExpired(edge, now);
       if (edge.status !== 'approved')
         throw new DomainError('conflict', `cannot revoke a request that is ${edge.status}`);
       return [
@@ -302,6 +327,7 @@ export function decideFriend(command: FriendCommand, state: FriendState, now: Da
       ];
     }
     case 'ExpireFriend': {
+      // The clock ends the request, not a person: no actor (as TodoLeaseExpired), whoever records it.
       if (state.status !== 'pending' || state.expiresAt.getTime() > now.getTime()) return [];
       return [{ type: 'FriendExpired', data: { friend_id: state.id, expired_at: at } }];
     }

@@ -81,6 +81,11 @@ export const FriendWithdrawn = defineEvent(
   z.object({ friend_id: z.string(), withdrawn_by: z.string(), withdrawn_at: z.string() }),
 );
 
+/**
+ * A pending request outlived its `expires_at`. No actor: time ended it, not a person, and the
+ * process that records it (the expiry sweep, or a move refused as expired) did not make the move
+ * (TodoLeaseExpired carries none either). `expired_at` is when it was recorded.
+ */
 export const FriendExpired = defineEvent(
   'FriendExpired',
   z.object({ friend_id: z.string(), expired_at: z.string() }),

@@ -8,7 +8,7 @@ export const createFor = defineTool({
   name: 'create_for',
   title: 'Hand a todo to a friend',
   description:
-    "Creates a todo on the other side of an approved friendship (see list_friends): from a friend endpoint onto the approver's queue, from the approver's endpoint onto the friend's queue, and rings that side's doorbell. Arguments as an operator push: title (one line, at most 200 characters), payload (any JSON), key (idempotent per target endpoint: a key matching a live todo returns it with created=false), kind (default `friend`). friend_id names the friendship; a friend endpoint may leave it out. Fails with not_found for an edge that is not approved or not this endpoint's.",
+    "Creates a todo on the other side of an approved friendship (see list_friends): from a friend endpoint onto the approver's queue, from the approver's endpoint onto the friend's queue, and rings that side's doorbell. Arguments as an operator push: title (one line, at most 200 characters), payload (any JSON), key (idempotent per target endpoint: a key matching a live todo returns it with created=false), kind (default `friend`). friend_id names the friendship (from list_friends, on the approver's side); a friend endpoint, which sits on exactly one, may leave it out. Fails with not_found for an edge that is not approved or not this endpoint's.",
   input: z.object({
     friend_id: z.string().max(64).optional().describe('The friendship (fr_…) from list_friends.'),
     title: todoTitleSchema,
