@@ -16,6 +16,7 @@ import {
   withdrawFriend,
 } from '../../friends/edges.ts';
 import type { Runtime } from '../../runtime.ts';
+import { READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { friendCredentialOut, friendOut } from './friends-present.ts';
 import { operatorBearer } from './operator-bearer.ts';
@@ -62,7 +63,7 @@ export function createFriendsRoutes(deps: FriendsApiDeps) {
   const settle = async (position: string | undefined) => {
     if (!position) return;
     await runtime.projections
-      .waitFor(position, { timeoutMs: 5000 })
+      .waitFor(position, { timeoutMs: READ_YOUR_WRITES_MS })
       .catch((err: unknown) => runtime.logger.warn({ err }, 'read model lags behind a friend move'));
   };
   const edgeOut = async (operator: string, id: string) => {
