@@ -16,8 +16,8 @@ import {
   withdrawFriend,
 } from '../../friends/edges.ts';
 import type { Runtime } from '../../runtime.ts';
-import { READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
+import { READ_YOUR_WRITES_MS } from '../logged-delivery.ts';
 import { friendCredentialOut, friendOut } from './friends-present.ts';
 import { operatorBearer } from './operator-bearer.ts';
 import { answer, fieldProblem, operatorRoute, problem, refusedAs, withZodSchemas } from './route-schema.ts';
