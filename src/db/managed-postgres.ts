@@ -352,12 +352,15 @@ export function processAlive(pid: number): boolean {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   if (process.platform !== 'linux') return true;
+  let stat: string;
   try {
-    // The state follows the command name in parentheses: `1234 (postgres) S ...`.
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   } catch {
     return false; // gone since the signal
   }
+  // `1234 (postgres) S ...`: the state follows the command name, which may itself hold `) ` (any
+  // program's file name can), so it is read after the last `)`.
+  return stat.slice(stat.lastIndexOf(')') + 1).trimStart()[0] !== 'Z';
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
