@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import {
   access,
@@ -8,10 +8,10 @@ import {
   cp,
   lstat,
   mkdir,
-  mkdtemp,
   readFile,
   rename,
   rm,
+  rmdir,
   stat,
   writeFile,
 } from 'node:fs/promises';
@@ -29,6 +29,7 @@ import pg from 'pg';
  *
  * Layout of the data directory:
  *   pg/                    the cluster (PGDATA), mode 0700; its socket lives here when the path is short
+ *                          (else in <tmp>/hookline-pg-<hash of its path>: fallbackSocketDir)
  *   pg/hookline.json       user, password and database hookline connects with (mode 0600)
  *   postgres.log           the server's own log (appended to across starts)
  *
@@ -489,14 +490,55 @@ async function readCredentials(clusterDir: string): Promise<Credentials> {
   }
 }
 
-/** The socket's directory: inside the cluster when its path is short enough, else a private one in /tmp. */
-async function socketDirFor(clusterDir: string, user: OsUser | undefined): Promise<string> {
+/**
+ * The socket's directory when the cluster's own path is too long for one: `hookline-pg-<hash>` in
+ * the system's temporary directory, named by a hash of the cluster's path, so that every start of
+ * that cluster (a second hookline, the watchdog's restart, the next day's start) uses the same one
+ * and the connection string stays the same. Undefined when the cluster's path is short enough.
+ */
+export function fallbackSocketDir(clusterDir: string): string | undefined {
   const inside = path.resolve(clusterDir);
-  if (inside.length <= MAX_SOCKET_DIR) return inside;
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-pg-'));
-  await chmod(dir, 0o700);
-  if (user) await chown(dir, user.uid, user.gid);
+  if (inside.length <= MAX_SOCKET_DIR) return undefined;
+  const hash = createHash('sha256').update(inside).digest('hex').slice(0, 16);
+  return path.join(os.tmpdir(), `hookline-pg-${hash}`);
+}
+
+/**
+ * The socket's directory: inside the cluster when its path is short enough, else the fallback
+ * above, created mode 0700 and owned by the user the server runs as. The temporary directory is
+ * everyone's: a directory of that name that is not a directory, or belongs to someone else, is
+ * refused rather than used.
+ */
+async function socketDirFor(clusterDir: string, user: OsUser | undefined): Promise<string> {
+  const dir = fallbackSocketDir(clusterDir);
+  if (!dir) return path.resolve(clusterDir);
+  await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const owner = user?.uid ?? process.getuid?.();
+  let s = await lstat(dir);
+  if (s.isDirectory() && user && s.uid === process.getuid?.() && s.uid !== user.uid) {
+    // Made just now by this (root) process: hand it to the server user.
+    await chown(dir, user.uid, user.gid);
+    s = await lstat(dir);
+  }
+  if (!s.isDirectory() || (owner !== undefined && s.uid !== owner)) {
+    throw new ManagedPostgresError(
+      `the socket directory of the embedded PostgreSQL, ${dir} (used because ${clusterDir} is too long a path for a socket), is not a directory of ${user ? `the user "${user.name}"` : 'this user'}. ` +
+        'Remove it, or use a shorter HOOKLINE_DATA_DIR.',
+    );
+  }
+  if ((s.mode & 0o777) !== 0o700) await chmod(dir, 0o700);
   return dir;
+}
+
+/**
+ * Removes the fallback socket directory of a server that stopped cleanly (PostgreSQL removes its
+ * socket and lock file then). Only when empty: a server started meanwhile keeps its socket there.
+ */
+async function removeSocketDir(clusterDir: string): Promise<void> {
+  const dir = fallbackSocketDir(clusterDir);
+  if (dir) await rmdir(dir).catch(() => {});
 }
 
 export interface ManagedPostgres {
@@ -755,7 +797,10 @@ async function otherClients(credentials: Credentials, pm: PostmasterPid): Promis
   }
 }
 
-/** Fast shutdown (SIGINT: sessions end, a checkpoint is written), then wait for the pid file to go. */
+/**
+ * Fast shutdown (SIGINT: sessions end, a checkpoint is written), then wait for the pid file to go;
+ * a fallback socket directory goes with it.
+ */
 export async function stopPostmaster(dataDir: string, clusterDir: string, pid: number): Promise<void> {
   try {
     process.kill(pid, 'SIGINT');
@@ -771,6 +816,7 @@ export async function stopPostmaster(dataDir: string, clusterDir: string, pid: n
     }
     await sleep(10);
   }
+  await removeSocketDir(clusterDir);
 }
 
 /** Stops whatever postmaster runs on `<dataDir>/pg`, if any (tests, `hookline` after a crash). */

@@ -1,10 +1,19 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, chown, lstat, mkdir, mkdtemp, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
-import { processAlive } from '../../src/db/managed-postgres.ts';
-import { embeddedRoot } from '../support/embedded.ts';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  fallbackSocketDir,
+  ManagedPostgresError,
+  processAlive,
+  SERVER_OS_USER,
+  startManagedPostgres,
+} from '../../src/db/managed-postgres.ts';
+import { openEmbedded } from '../../src/db/open.ts';
+import { embeddedRoot, removeDataDir } from '../support/embedded.ts';
 
 /**
  * Embedded mode's managed PostgreSQL (src/db/managed-postgres.ts) at its edges: a data directory
@@ -12,6 +21,134 @@ import { embeddedRoot } from '../support/embedded.ts';
  * start. Each start here is a real postmaster on a copy of the run's template cluster.
  */
 const run = promisify(execFile);
+const asRoot = process.getuid?.() === 0;
+/** The uid the server (and so its socket directory) runs as: `postgres` when the tests run as root. */
+const serverUid = async () =>
+  asRoot ? Number((await run('id', ['-u', SERVER_OS_USER])).stdout.trim()) : process.getuid!();
+
+/** A copy of the run's template cluster in `dir` (which must not exist yet), every level mode 0755. */
+async function templateCopyAt(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  for (let d = dir; d !== embeddedRoot(); d = path.dirname(d)) await chmod(d, 0o755);
+  await run('cp', ['-a', path.join(embeddedRoot(), 'template', 'pg'), path.join(dir, 'pg')]);
+}
+
+async function selectOne(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>('select 1 + 1 as n');
+    return rows[0]!.n;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The socket directory of a managed server's connection string (`…@/db?host=<dir>&port=…`). */
+const socketOf = (url: string) => new URLSearchParams(url.slice(url.indexOf('?') + 1)).get('host');
+
+const postmasterPid = async (dataDir: string) =>
+  Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+
+describe('a data directory whose path is too long for a socket', () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const f of cleanup.reverse()) await f().catch(() => {});
+  });
+
+  /** `<root>/long-…/data-…`: the cluster's path is well over the ~90 bytes a socket directory may have. */
+  async function longDataDir(): Promise<{ dataDir: string; socketDir: string }> {
+    const parent = await mkdtemp(path.join(embeddedRoot(), 'long-'));
+    const dataDir = path.join(parent, `data-${'x'.repeat(40)}`, `y-${'z'.repeat(40)}`);
+    await templateCopyAt(dataDir);
+    cleanup.push(
+      () => removeDataDir(dataDir),
+      () => rm(parent, { recursive: true, force: true }),
+    );
+    expect(path.join(dataDir, 'pg').length).toBeGreaterThan(100);
+    const socketDir = fallbackSocketDir(path.join(dataDir, 'pg'))!;
+    expect(socketDir).toBeDefined();
+    cleanup.push(() => rm(socketDir, { recursive: true, force: true }));
+    return { dataDir, socketDir };
+  }
+
+  it('listens in one private directory for that data directory, serves, removes it on a clean stop, and uses it again on the next start', async () => {
+    const { dataDir, socketDir } = await longDataDir();
+    expect(existsSync(socketDir)).toBe(false);
+
+    const first = await startManagedPostgres(dataDir, { database: 'postgres' });
+    expect(socketOf(first.url)).toBe(socketDir);
+    const s = await lstat(socketDir);
+    expect(s.isDirectory()).toBe(true);
+    expect(s.mode & 0o777).toBe(0o700);
+    expect(s.uid).toBe(await serverUid());
+    expect(await selectOne(first.url)).toBe(2);
+    expect(await first.stop()).toBe(true);
+    expect(existsSync(socketDir)).toBe(false);
+
+    // The next start: the same directory, so the same connection string.
+    const second = await startManagedPostgres(dataDir, { database: 'postgres' });
+    expect(second.adopted).toBe(false);
+    expect(second.url).toBe(first.url);
+    expect(await selectOne(second.url)).toBe(2);
+    // A second hookline on it adopts it and finds it there too.
+    const adopter = await startManagedPostgres(dataDir, { database: 'postgres' });
+    expect(adopter.adopted).toBe(true);
+    expect(adopter.url).toBe(first.url);
+    expect(await adopter.stop()).toBe(true);
+    expect(existsSync(socketDir)).toBe(false);
+  });
+
+  it('after the watchdog starts a killed server again, the pool reaches it on the same socket', async () => {
+    const { dataDir, socketDir } = await longDataDir();
+    const errors: string[] = [];
+    const infos: string[] = [];
+    const sql = await openEmbedded(dataDir, { onError: (m) => errors.push(m), onInfo: (m) => infos.push(m) });
+    try {
+      expect(socketOf(sql.url)).toBe(socketDir);
+      const killed = await postmasterPid(dataDir);
+      process.kill(killed, 'SIGKILL');
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const again = await sql.pool
+          .query<{ n: number }>('select 1 + 1 as n')
+          .then((r) => r.rows[0]!.n)
+          .catch(() => undefined);
+        if (again === 2 && (await postmasterPid(dataDir).catch(() => killed)) !== killed) break;
+        if (Date.now() > deadline) throw new Error(`no answer after the restart: ${errors.join('; ')}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(errors[0]).toMatch(/is gone; starting it again$/);
+      expect(errors.join('\n')).not.toMatch(/listens elsewhere|failed/);
+    } finally {
+      await sql.close();
+    }
+    expect(existsSync(socketDir)).toBe(false);
+  });
+
+  it('refuses a directory of that name that someone else made', async () => {
+    const { dataDir, socketDir } = await longDataDir();
+    await mkdir(socketDir, { mode: 0o777 });
+    await chmod(socketDir, 0o777);
+    const stranger = 65_534; // nobody
+    if (asRoot) await chown(socketDir, stranger, stranger);
+    try {
+      const start = startManagedPostgres(dataDir, { database: 'postgres' });
+      if (asRoot) {
+        await expect(start).rejects.toThrow(ManagedPostgresError);
+        await expect(start).rejects.toThrow(`${socketDir} (used because`);
+        expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+      } else {
+        // Unprivileged, the directory is this user's own: it is made private and used.
+        const server = await start;
+        expect((await lstat(socketDir)).mode & 0o777).toBe(0o700);
+        await server.stop();
+      }
+    } finally {
+      await rmdir(socketDir).catch(() => {});
+    }
+  });
+});
 
 describe('processAlive', () => {
   /** A process's state letter from /proc (after the last `)`: the name may hold one). */
