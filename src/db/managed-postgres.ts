@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import {
   access,
   chmod,
@@ -366,10 +366,46 @@ export function processAlive(pid: number): boolean {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The last lines of the server's log, for an error message. */
-async function logTail(dataDir: string, lines = 6): Promise<string> {
-  const text = await readFile(path.join(dataDir, LOG_FILE), 'utf8').catch(() => '');
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
+/** The server's log from byte `from` on (what one start wrote there), or its last 64 KiB. */
+async function logText(dataDir: string, from?: number): Promise<string> {
+  const text = await readFile(path.join(dataDir, LOG_FILE)).catch(() => Buffer.alloc(0));
+  return text.subarray(from ?? Math.max(0, text.length - 65_536)).toString('utf8');
+}
+
+/** A log line's severity and message, without the time and pid prefix (`2026-… UTC [123] FATAL:  …`). */
+const LOG_LINE = /\b(FATAL|PANIC|ERROR|LOG|DETAIL|HINT|WARNING):\s+(.*)$/;
+
+/**
+ * What the server's log says went wrong, on one line: its last FATAL (or PANIC) message, the
+ * DETAIL and HINT that follow it, and the LOG line just before it when that names an error (a
+ * configuration file's syntax error, say). Else the log's last line; empty when it says nothing.
+ */
+export function logReason(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  const parsed = lines.map((l) => LOG_LINE.exec(l));
+  let fatal = -1;
+  for (let i = parsed.length - 1; i >= 0 && fatal < 0; i--) {
+    if (parsed[i]?.[1] === 'FATAL' || parsed[i]?.[1] === 'PANIC') fatal = i;
+  }
+  const clean = (m: string) => m.trim().replace(/[.;:]+$/, '');
+  if (fatal < 0) return clean(lines.at(-1) ?? '');
+  const parts = [clean(parsed[fatal]![2]!)];
+  for (let i = fatal + 1; i < parsed.length; i++) {
+    const kind = parsed[i]?.[1];
+    if (kind !== 'DETAIL' && kind !== 'HINT') break;
+    parts.push(clean(parsed[i]![2]!));
+  }
+  const before = parsed[fatal - 1];
+  if (before?.[1] === 'LOG' && /error|invalid|unrecognized|could not/i.test(before[2]!)) {
+    parts.push(clean(before[2]!));
+  }
+  return parts.join('; ');
+}
+
+/** `<what>: <the log's reason> (its log: <file>)`, one line. */
+function failure(dataDir: string, what: string, log: string): string {
+  const reason = logReason(log);
+  return `${what}${reason ? `: ${reason}` : ''} (PostgreSQL's log: ${path.join(dataDir, LOG_FILE)})`;
 }
 
 function run(
@@ -693,7 +729,11 @@ export async function startManagedPostgres(
           continue;
         }
         throw new ManagedPostgresError(
-          `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+          failure(
+            dataDir,
+            `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready`,
+            await logText(dataDir),
+          ),
         );
       }
       if (!options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
@@ -703,6 +743,7 @@ export async function startManagedPostgres(
 
     const socketDir = await socketDirFor(clusterDir, user);
     const logFd = openSync(path.join(dataDir, LOG_FILE), 'a', 0o600);
+    const logStart = fstatSync(logFd).size;
     const args = ['-D', clusterDir, '-c', `unix_socket_directories=${socketDir}`];
     for (const [k, v] of Object.entries(SERVER_SETTINGS)) args.push('-c', `${k}=${v}`);
     let exited = false;
@@ -735,14 +776,12 @@ export async function startManagedPostgres(
     }
     // Our postmaster exited: another starter won the race (it found postmaster.pid in place), or
     // the backends of a killed postmaster still hold its shared memory for a moment. Try again.
-    const tail = await logTail(dataDir);
-    if (attempt < 40 && /postmaster\.pid|shared memory block is still in use|lock file/i.test(tail)) {
+    const said = await logText(dataDir, logStart);
+    if (attempt < 40 && /postmaster\.pid|shared memory block is still in use|lock file/i.test(said)) {
       await sleep(150);
       continue;
     }
-    throw new ManagedPostgresError(
-      `the embedded PostgreSQL in ${clusterDir} did not start. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${tail}`,
-    );
+    throw new ManagedPostgresError(failure(dataDir, `PostgreSQL did not start on ${clusterDir}`, said));
   }
 }
 
@@ -811,7 +850,11 @@ export async function stopPostmaster(dataDir: string, clusterDir: string, pid: n
   while (processAlive(pid)) {
     if (Date.now() > deadline) {
       throw new ManagedPostgresError(
-        `PostgreSQL (pid ${pid}) in ${clusterDir} did not stop within 60 s. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+        failure(
+          dataDir,
+          `PostgreSQL (pid ${pid}) in ${clusterDir} did not stop within 60 s`,
+          await logText(dataDir),
+        ),
       );
     }
     await sleep(10);

@@ -1,19 +1,20 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, chown, lstat, mkdir, mkdtemp, readFile, rm, rmdir } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   fallbackSocketDir,
+  LOG_FILE,
   ManagedPostgresError,
   processAlive,
   SERVER_OS_USER,
   startManagedPostgres,
 } from '../../src/db/managed-postgres.ts';
 import { openEmbedded } from '../../src/db/open.ts';
-import { embeddedRoot, removeDataDir } from '../support/embedded.ts';
+import { embeddedRoot, freshDataDir, removeDataDir } from '../support/embedded.ts';
 
 /**
  * Embedded mode's managed PostgreSQL (src/db/managed-postgres.ts) at its edges: a data directory
@@ -146,6 +147,45 @@ describe('a data directory whose path is too long for a socket', () => {
       }
     } finally {
       await rmdir(socketDir).catch(() => {});
+    }
+  });
+});
+
+describe('a start that cannot happen says why in one sentence', () => {
+  it('a platform without a binary package: names DATABASE_URL as the way out', async () => {
+    const dataDir = await mkdtemp(path.join(embeddedRoot(), 'no-binaries-'));
+    const empty = await mkdtemp(path.join(embeddedRoot(), 'empty-package-'));
+    try {
+      const start = startManagedPostgres(dataDir, { binaryPackageDir: empty });
+      await expect(start).rejects.toThrow(ManagedPostgresError);
+      await expect(start).rejects.toThrow(
+        /^embedded mode has no PostgreSQL binaries for this platform \(.+\)\. Set DATABASE_URL to a PostgreSQL server of your own \(server mode\) instead\.$/,
+      );
+      expect(existsSync(path.join(dataDir, 'pg'))).toBe(false);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('a cluster PostgreSQL refuses (a PG_VERSION it cannot read): what PostgreSQL said, on one line, and where its log is', async () => {
+    const dataDir = await freshDataDir();
+    try {
+      await writeFile(path.join(dataDir, 'pg', 'PG_VERSION'), '9\n');
+      const err = await startManagedPostgres(dataDir).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ManagedPostgresError);
+      const message = (err as Error).message;
+      expect(message.split('\n')).toHaveLength(1);
+      expect(message).toMatch(
+        new RegExp(
+          `^PostgreSQL did not start on ${dataDir}/pg: database files are incompatible with server; The data directory was initialized by PostgreSQL version 9, which is not compatible with this version [\\d.]+ \\(PostgreSQL's log: ${dataDir}/${LOG_FILE}\\)$`,
+        ),
+      );
+    } finally {
+      await removeDataDir(dataDir);
     }
   });
 });
