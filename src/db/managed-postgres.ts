@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import {
   access,
   chmod,
@@ -8,10 +8,10 @@ import {
   cp,
   lstat,
   mkdir,
-  mkdtemp,
   readFile,
   rename,
   rm,
+  rmdir,
   stat,
   writeFile,
 } from 'node:fs/promises';
@@ -29,6 +29,7 @@ import pg from 'pg';
  *
  * Layout of the data directory:
  *   pg/                    the cluster (PGDATA), mode 0700; its socket lives here when the path is short
+ *                          (else in <tmp>/hookline-pg-<hash of its path>: fallbackSocketDir)
  *   pg/hookline.json       user, password and database hookline connects with (mode 0600)
  *   postgres.log           the server's own log (appended to across starts)
  *
@@ -352,20 +353,59 @@ export function processAlive(pid: number): boolean {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   if (process.platform !== 'linux') return true;
+  let stat: string;
   try {
-    // The state follows the command name in parentheses: `1234 (postgres) S ...`.
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   } catch {
     return false; // gone since the signal
   }
+  // `1234 (postgres) S ...`: the state follows the command name, which may itself hold `) ` (any
+  // program's file name can), so it is read after the last `)`.
+  return stat.slice(stat.lastIndexOf(')') + 1).trimStart()[0] !== 'Z';
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The last lines of the server's log, for an error message. */
-async function logTail(dataDir: string, lines = 6): Promise<string> {
-  const text = await readFile(path.join(dataDir, LOG_FILE), 'utf8').catch(() => '');
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
+/** The server's log from byte `from` on (what one start wrote there), or its last 64 KiB. */
+async function logText(dataDir: string, from?: number): Promise<string> {
+  const text = await readFile(path.join(dataDir, LOG_FILE)).catch(() => Buffer.alloc(0));
+  return text.subarray(from ?? Math.max(0, text.length - 65_536)).toString('utf8');
+}
+
+/** A log line's severity and message, without the time and pid prefix (`2026-… UTC [123] FATAL:  …`). */
+const LOG_LINE = /\b(FATAL|PANIC|ERROR|LOG|DETAIL|HINT|WARNING):\s+(.*)$/;
+
+/**
+ * What the server's log says went wrong, on one line: its last FATAL (or PANIC) message, the
+ * DETAIL and HINT that follow it, and the LOG line just before it when that names an error (a
+ * configuration file's syntax error, say). Else the log's last line; empty when it says nothing.
+ */
+export function logReason(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  const parsed = lines.map((l) => LOG_LINE.exec(l));
+  let fatal = -1;
+  for (let i = parsed.length - 1; i >= 0 && fatal < 0; i--) {
+    if (parsed[i]?.[1] === 'FATAL' || parsed[i]?.[1] === 'PANIC') fatal = i;
+  }
+  const clean = (m: string) => m.trim().replace(/[.;:]+$/, '');
+  if (fatal < 0) return clean(lines.at(-1) ?? '');
+  const parts = [clean(parsed[fatal]![2]!)];
+  for (let i = fatal + 1; i < parsed.length; i++) {
+    const kind = parsed[i]?.[1];
+    if (kind !== 'DETAIL' && kind !== 'HINT') break;
+    parts.push(clean(parsed[i]![2]!));
+  }
+  const before = parsed[fatal - 1];
+  if (before?.[1] === 'LOG' && /error|invalid|unrecognized|could not/i.test(before[2]!)) {
+    parts.push(clean(before[2]!));
+  }
+  return parts.join('; ');
+}
+
+/** `<what>: <the log's reason> (its log: <file>)`, one line. */
+function failure(dataDir: string, what: string, log: string): string {
+  const reason = logReason(log);
+  return `${what}${reason ? `: ${reason}` : ''} (PostgreSQL's log: ${path.join(dataDir, LOG_FILE)})`;
 }
 
 function run(
@@ -486,14 +526,55 @@ async function readCredentials(clusterDir: string): Promise<Credentials> {
   }
 }
 
-/** The socket's directory: inside the cluster when its path is short enough, else a private one in /tmp. */
-async function socketDirFor(clusterDir: string, user: OsUser | undefined): Promise<string> {
+/**
+ * The socket's directory when the cluster's own path is too long for one: `hookline-pg-<hash>` in
+ * the system's temporary directory, named by a hash of the cluster's path, so that every start of
+ * that cluster (a second hookline, the watchdog's restart, the next day's start) uses the same one
+ * and the connection string stays the same. Undefined when the cluster's path is short enough.
+ */
+export function fallbackSocketDir(clusterDir: string): string | undefined {
   const inside = path.resolve(clusterDir);
-  if (inside.length <= MAX_SOCKET_DIR) return inside;
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'hookline-pg-'));
-  await chmod(dir, 0o700);
-  if (user) await chown(dir, user.uid, user.gid);
+  if (inside.length <= MAX_SOCKET_DIR) return undefined;
+  const hash = createHash('sha256').update(inside).digest('hex').slice(0, 16);
+  return path.join(os.tmpdir(), `hookline-pg-${hash}`);
+}
+
+/**
+ * The socket's directory: inside the cluster when its path is short enough, else the fallback
+ * above, created mode 0700 and owned by the user the server runs as. The temporary directory is
+ * everyone's: a directory of that name that is not a directory, or belongs to someone else, is
+ * refused rather than used.
+ */
+async function socketDirFor(clusterDir: string, user: OsUser | undefined): Promise<string> {
+  const dir = fallbackSocketDir(clusterDir);
+  if (!dir) return path.resolve(clusterDir);
+  await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const owner = user?.uid ?? process.getuid?.();
+  let s = await lstat(dir);
+  if (s.isDirectory() && user && s.uid === process.getuid?.() && s.uid !== user.uid) {
+    // Made just now by this (root) process: hand it to the server user.
+    await chown(dir, user.uid, user.gid);
+    s = await lstat(dir);
+  }
+  if (!s.isDirectory() || (owner !== undefined && s.uid !== owner)) {
+    throw new ManagedPostgresError(
+      `the socket directory of the embedded PostgreSQL, ${dir} (used because ${clusterDir} is too long a path for a socket), is not a directory of ${user ? `the user "${user.name}"` : 'this user'}. ` +
+        'Remove it, or use a shorter HOOKLINE_DATA_DIR.',
+    );
+  }
+  if ((s.mode & 0o777) !== 0o700) await chmod(dir, 0o700);
   return dir;
+}
+
+/**
+ * Removes the fallback socket directory of a server that stopped cleanly (PostgreSQL removes its
+ * socket and lock file then). Only when empty: a server started meanwhile keeps its socket there.
+ */
+async function removeSocketDir(clusterDir: string): Promise<void> {
+  const dir = fallbackSocketDir(clusterDir);
+  if (dir) await rmdir(dir).catch(() => {});
 }
 
 export interface ManagedPostgres {
@@ -648,7 +729,11 @@ export async function startManagedPostgres(
           continue;
         }
         throw new ManagedPostgresError(
-          `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+          failure(
+            dataDir,
+            `the PostgreSQL server (pid ${running.pid}) in ${clusterDir} did not become ready`,
+            await logText(dataDir),
+          ),
         );
       }
       if (!options.databaseOnDemand) await ensureDatabase(credentials, pm, database);
@@ -658,6 +743,7 @@ export async function startManagedPostgres(
 
     const socketDir = await socketDirFor(clusterDir, user);
     const logFd = openSync(path.join(dataDir, LOG_FILE), 'a', 0o600);
+    const logStart = fstatSync(logFd).size;
     const args = ['-D', clusterDir, '-c', `unix_socket_directories=${socketDir}`];
     for (const [k, v] of Object.entries(SERVER_SETTINGS)) args.push('-c', `${k}=${v}`);
     let exited = false;
@@ -690,14 +776,12 @@ export async function startManagedPostgres(
     }
     // Our postmaster exited: another starter won the race (it found postmaster.pid in place), or
     // the backends of a killed postmaster still hold its shared memory for a moment. Try again.
-    const tail = await logTail(dataDir);
-    if (attempt < 40 && /postmaster\.pid|shared memory block is still in use|lock file/i.test(tail)) {
+    const said = await logText(dataDir, logStart);
+    if (attempt < 40 && /postmaster\.pid|shared memory block is still in use|lock file/i.test(said)) {
       await sleep(150);
       continue;
     }
-    throw new ManagedPostgresError(
-      `the embedded PostgreSQL in ${clusterDir} did not start. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${tail}`,
-    );
+    throw new ManagedPostgresError(failure(dataDir, `PostgreSQL did not start on ${clusterDir}`, said));
   }
 }
 
@@ -752,7 +836,10 @@ async function otherClients(credentials: Credentials, pm: PostmasterPid): Promis
   }
 }
 
-/** Fast shutdown (SIGINT: sessions end, a checkpoint is written), then wait for the pid file to go. */
+/**
+ * Fast shutdown (SIGINT: sessions end, a checkpoint is written), then wait for the pid file to go;
+ * a fallback socket directory goes with it.
+ */
 export async function stopPostmaster(dataDir: string, clusterDir: string, pid: number): Promise<void> {
   try {
     process.kill(pid, 'SIGINT');
@@ -763,11 +850,16 @@ export async function stopPostmaster(dataDir: string, clusterDir: string, pid: n
   while (processAlive(pid)) {
     if (Date.now() > deadline) {
       throw new ManagedPostgresError(
-        `PostgreSQL (pid ${pid}) in ${clusterDir} did not stop within 60 s. Its log (${path.join(dataDir, LOG_FILE)}) ends:\n${await logTail(dataDir)}`,
+        failure(
+          dataDir,
+          `PostgreSQL (pid ${pid}) in ${clusterDir} did not stop within 60 s`,
+          await logText(dataDir),
+        ),
       );
     }
     await sleep(10);
   }
+  await removeSocketDir(clusterDir);
 }
 
 /** Stops whatever postmaster runs on `<dataDir>/pg`, if any (tests, `hookline` after a crash). */

@@ -42,6 +42,9 @@ export const CONNECT_TIMEOUT_MS = 5_000;
  */
 export const QUERY_TIMEOUT_MS = 5_000;
 
+/** How long close() waits for the server to close the pool's connections once they are ended. */
+const CLOSE_WAIT_MS = 2_000;
+
 /**
  * TCP keepalive on every connection, first probe after this long idle: a peer that vanished (host
  * down, connection dropped by a firewall) is found even on a connection that sends nothing, such as
@@ -89,6 +92,10 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // The pool's connections until their sockets close (pg-pool's end() resolves before they do).
+  const open = new Set<pg.Client>();
+  pool.on('connect', (client) => open.add(client));
+  pool.on('remove', (client) => open.delete(client));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',
@@ -97,6 +104,21 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     url: connectionString,
     close: async () => {
       await db.destroy();
+      // Kysely ends the pool only if it ever ran a query (its driver starts on first use); a
+      // pool used only directly (LISTEN, COPY, the first connection) is ended here.
+      if (!pool.ending) await pool.end();
+      // Closed when the server has closed every connection, so its backends have ended: embedded
+      // mode then counts the server's other clients (managed-postgres.ts, stop) without these.
+      if (open.size > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+          pool.on('remove', () => {
+            if (open.size > 0) return;
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
     },
   };
 }

@@ -22,7 +22,7 @@ import type { Logger } from '../logger.ts';
 
 /** One prune cycle a minute (docs/reference/screens.md, settings). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 60_000;
-/** Rows deleted per transaction: the embedded database's one connection keeps serving ingestion. */
+/** Rows deleted per transaction: each transaction stays short (design.md, PostgreSQL hygiene). */
 export const DEFAULT_RETENTION_BATCH = 1000;
 /** Any number; it names the lock that keeps two instances from pruning at once. */
 const ADVISORY_LOCK_KEY = 7_240_311_501;

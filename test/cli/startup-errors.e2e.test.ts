@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../server/harness.ts';
+import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { PG_ADMIN_URL, postgresAvailable } from '../support/services.ts';
 import { hookline, type Run } from './cli.ts';
 
@@ -102,6 +103,26 @@ describe('hookline serve says why it cannot start', () => {
       expect(line).not.toContain('s3cret-pw');
     },
   );
+
+  it('embedded mode, a PostgreSQL that does not start (a corrupt postgresql.conf): what PostgreSQL said and where its log is', async () => {
+    const dataDir = await freshDataDir();
+    try {
+      const conf = path.join(dataDir, 'pg', 'postgresql.conf');
+      await appendFile(conf, '\nthis line is not a setting\n');
+      const run = await hookline(
+        ['serve'],
+        env({ HOOKLINE_DATA_DIR: dataDir, HOOKLINE_PORT: String(await freePort()) }),
+      );
+      expect(run.code).toBe(1);
+      expect(sentence(run)).toMatch(
+        new RegExp(
+          `^hookline: cannot start the embedded PostgreSQL: PostgreSQL did not start on ${dataDir}/pg: configuration file "${conf}" contains errors; syntax error in file "${conf}" line \\d+, near token "is" \\(PostgreSQL's log: ${dataDir}/postgres\\.log\\)$`,
+        ),
+      );
+    } finally {
+      await removeDataDir(dataDir);
+    }
+  });
 
   it('a PostgreSQL server that refuses connections: host and port, and what to do', async () => {
     const port = await freePort(); // nothing listens there

@@ -35,66 +35,76 @@ type Vended = {
   webhook: { webhook_id: string; ingest_url: string };
 };
 
-const hasPg = await postgresAvailable();
+/**
+ * The tests below on a server of `mode`: PostgreSQL (a database of DATABASE_URL) or embedded (a
+ * database of its own on the worker's managed server). The holder connects to the server's own
+ * database as another client would.
+ */
+function slowFollowUp(mode: string, createDatabase: () => Promise<TestDatabase | undefined>) {
+  describe(`a slow step after a durable delivery does not hold the answer (${mode})`, () => {
+    let database: TestDatabase | undefined;
+    let server: TestServer;
+    let holder: pg.Client;
+    const lines: Line[] = [];
 
-describe.runIf(hasPg)('a slow step after a durable delivery does not hold the answer (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let server: TestServer;
-  let holder: pg.Client;
-  const lines: Line[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase('hookline_follow_up');
-    const logger = createLogger(
-      { logLevel: 'info' },
-      { write: (line: string) => void lines.push(JSON.parse(line) as Line) },
-    );
-    server = await startServer({ databaseUrl: database.url, env: PROXY_ENV, logger });
-    holder = new pg.Client({ connectionString: database.url });
-    await holder.connect();
-  });
-  afterAll(async () => {
-    await holder?.end();
-    await server?.close();
-    await database?.drop();
-  });
-
-  /** Runs `during` while another session holds `stream`'s writer lock, and releases it after. */
-  async function whileHeld<T>(stream: string, during: () => Promise<T>): Promise<T> {
-    const key = [STREAM_LOCK_CLASS, stream];
-    await holder.query('select pg_advisory_lock($1, hashtext($2) & 2147483647)', key);
-    try {
-      return await during();
-    } finally {
-      await holder.query('select pg_advisory_unlock($1, hashtext($2) & 2147483647)', key);
-    }
-  }
-
-  const linesOf = (eventId: number) => lines.filter((l) => l.event_id === eventId);
-  const eventually = async (probe: () => boolean) => {
-    for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 50));
-    return probe();
-  };
-
-  async function vend(name: string) {
-    const alice = await operator(server.url, 'alice');
-    const v = await alice.call<Vended>('POST', '/endpoints', { name });
-    expect(v.status, v.text).toBe(201);
-    return { alice, ep: v.body };
-  }
-
-  const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
+    beforeAll(async () => {
+      database = await createDatabase();
+      const logger = createLogger(
+        { logLevel: 'info' },
+        { write: (line: string) => void lines.push(JSON.parse(line) as Line) },
+      );
+      server = await startServer({
+        ...(database ? { databaseUrl: database.url } : {}),
+        env: PROXY_ENV,
+        logger,
+      });
+      holder = new pg.Client({ connectionString: server.runtime.sql.url });
+      await holder.connect();
+    });
+    afterAll(async () => {
+      await holder?.end();
+      await server?.close();
+      await database?.drop();
     });
 
-  /** The first attempt of a delivery as the receiver recorded it before its hand-off was atomic, cut off before its todo. */
-  async function interrupted(ep: Vended, deliveryId: string) {
-    const todoId = newId('td');
-    const recorded = await createDeliveryRecorder({ store: server.runtime.store, clock: systemClock }).record(
-      {
+    /** Runs `during` while another session holds `stream`'s writer lock, and releases it after. */
+    async function whileHeld<T>(stream: string, during: () => Promise<T>): Promise<T> {
+      const key = [STREAM_LOCK_CLASS, stream];
+      await holder.query('select pg_advisory_lock($1, hashtext($2) & 2147483647)', key);
+      try {
+        return await during();
+      } finally {
+        await holder.query('select pg_advisory_unlock($1, hashtext($2) & 2147483647)', key);
+      }
+    }
+
+    const linesOf = (eventId: number) => lines.filter((l) => l.event_id === eventId);
+    const eventually = async (probe: () => boolean) => {
+      for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 50));
+      return probe();
+    };
+
+    async function vend(name: string) {
+      const alice = await operator(server.url, 'alice');
+      const v = await alice.call<Vended>('POST', '/endpoints', { name });
+      expect(v.status, v.text).toBe(201);
+      return { alice, ep: v.body };
+    }
+
+    const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+
+    /** The first attempt of a delivery as the receiver recorded it before its hand-off was atomic, cut off before its todo. */
+    async function interrupted(ep: Vended, deliveryId: string) {
+      const todoId = newId('td');
+      const recorded = await createDeliveryRecorder({
+        store: server.runtime.store,
+        clock: systemClock,
+      }).record({
         payload: new TextEncoder().encode(JSON.stringify({ type: 'deploy' })),
         provider: `webhook:${ep.webhook.webhook_id}`,
         family: 'webhook',
@@ -114,101 +124,109 @@ describe.runIf(hasPg)('a slow step after a durable delivery does not hold the an
           kind: 'webhook',
           webhook_id: ep.webhook.webhook_id,
         },
-      },
-    );
-    return { todoId, eventId: recorded.ack.id };
-  }
-
-  it('endpoint webhook, a retry finishing an interrupted delivery: 202 while its todo stream is held; the warning names the hand-off; the ring follows the release', async () => {
-    const { ep } = await vend('held doorbell');
-    const agent = await connectAgent({ url: ep.mcp_url, token: ep.token });
-    try {
-      await agent.client.subscribeResource({ uri: QUEUE });
-      const deliveryId = `msg_${newId('td')}`;
-      const first = await interrupted(ep, deliveryId);
-      // The original's todo stream: only the step that finishes the original writes it.
-      const { status, ack } = await whileHeld(`todo-${first.todoId}`, async () => {
-        const res = await post(ep.webhook.ingest_url, { type: 'deploy' }, { 'webhook-id': deliveryId });
-        const answer = { status: res.status, ack: (await res.json()) as { id: number } };
-        expect(agent.rung).toEqual([]); // answered before the ring could be written
-        return answer;
       });
-      expect(status).toBe(202);
-      expect(ack.id).toBe(first.eventId);
-      const warned = linesOf(ack.id).find((l) => l.level === 40);
-      expect(warned?.awaited).toMatch(
-        new RegExp(`^the todo ${first.todoId} of event ${ack.id}, its doorbell`),
-      );
-      await agent.waitForRing(QUEUE, 1);
-      expect(
-        await eventually(() =>
-          linesOf(ack.id).some((l) => l.msg === 'late follow-up of a delivery finished'),
-        ),
-      ).toBe(true);
-      // Nothing lost: the original's todo is there to claim.
-      await settled(server);
-      const claimed = await agent.ok<{ todo: { id: string } | null }>('claim_next');
-      expect(claimed.todo?.id).toBe(first.todoId);
-    } finally {
-      await agent.close();
+      return { todoId, eventId: recorded.ack.id };
     }
-  });
 
-  /** Whether the `deliveries` stream has grown past `revision`. */
-  const deliveriesPast = async (revision: bigint) =>
-    (await server.runtime.store.streamInfo('deliveries')).revision > revision;
-
-  it('operator push: the delivery, its todo and its ring are one append; a held doorbell stream holds the answer and writes nothing until it is released', async () => {
-    const { alice, ep } = await vend('held push');
-    const before = (await server.runtime.store.streamInfo('deliveries')).revision;
-    let answered = false;
-    const { pending } = await whileHeld(`doorbell-${ep.id}`, async () => {
-      const pending = alice
-        .call<{ id: string; event_id: number; created: boolean }>('POST', `/endpoints/${ep.slug}/todos`, {
-          title: 'Look at this',
-        })
-        .finally(() => {
-          answered = true;
+    it('endpoint webhook, a retry finishing an interrupted delivery: 202 while its todo stream is held; the warning names the hand-off; the ring follows the release', async () => {
+      const { ep } = await vend('held doorbell');
+      const agent = await connectAgent({ url: ep.mcp_url, token: ep.token });
+      try {
+        await agent.client.subscribeResource({ uri: QUEUE });
+        const deliveryId = `msg_${newId('td')}`;
+        const first = await interrupted(ep, deliveryId);
+        // The original's todo stream: only the step that finishes the original writes it.
+        const { status, ack } = await whileHeld(`todo-${first.todoId}`, async () => {
+          const res = await post(ep.webhook.ingest_url, { type: 'deploy' }, { 'webhook-id': deliveryId });
+          const answer = { status: res.status, ack: (await res.json()) as { id: number } };
+          expect(agent.rung).toEqual([]); // answered before the ring could be written
+          return answer;
         });
-      await new Promise((r) => setTimeout(r, 300));
-      // Nothing acknowledged, nothing of the hand-off written: not even the delivery.
-      expect(answered).toBe(false);
-      expect(await deliveriesPast(before)).toBe(false);
-      return { pending };
+        expect(status).toBe(202);
+        expect(ack.id).toBe(first.eventId);
+        const warned = linesOf(ack.id).find((l) => l.level === 40);
+        expect(warned?.awaited).toMatch(
+          new RegExp(`^the todo ${first.todoId} of event ${ack.id}, its doorbell`),
+        );
+        await agent.waitForRing(QUEUE, 1);
+        expect(
+          await eventually(() =>
+            linesOf(ack.id).some((l) => l.msg === 'late follow-up of a delivery finished'),
+          ),
+        ).toBe(true);
+        // Nothing lost: the original's todo is there to claim.
+        await settled(server);
+        const claimed = await agent.ok<{ todo: { id: string } | null }>('claim_next');
+        expect(claimed.todo?.id).toBe(first.todoId);
+      } finally {
+        await agent.close();
+      }
     });
-    const pushed = await pending;
-    expect(pushed.status, pushed.text).toBe(201);
-    expect(pushed.body.created).toBe(true);
-    expect((await server.runtime.store.streamInfo(`todo-${pushed.body.id}`)).revision).toBe(0n);
-    expect(linesOf(pushed.body.event_id).filter((l) => l.level >= 40)).toEqual([]);
-  });
 
-  it('webhook with a rule: a held dispositions stream holds the delivery, its todo and its ring alike; 202 once written together', async () => {
-    const { ep } = await vend('held disposition');
-    const agent = await connectAgent({ url: ep.mcp_url, token: ep.token });
-    try {
-      await agent.ok('add_webhook_rule', {
-        webhook_id: ep.webhook.webhook_id,
-        id: 'inbox',
-        source: "() => ({ route: 'inbox' })",
-      });
-      await agent.client.subscribeResource({ uri: QUEUE });
+    /** Whether the `deliveries` stream has grown past `revision`. */
+    const deliveriesPast = async (revision: bigint) =>
+      (await server.runtime.store.streamInfo('deliveries')).revision > revision;
+
+    it('operator push: the delivery, its todo and its ring are one append; a held doorbell stream holds the answer and writes nothing until it is released', async () => {
+      const { alice, ep } = await vend('held push');
       const before = (await server.runtime.store.streamInfo('deliveries')).revision;
-      const { pending } = await whileHeld(`dispositions-${ep.webhook.webhook_id}`, async () => {
-        const pending = post(ep.webhook.ingest_url, { type: 'deploy' });
+      let answered = false;
+      const { pending } = await whileHeld(`doorbell-${ep.id}`, async () => {
+        const pending = alice
+          .call<{ id: string; event_id: number; created: boolean }>('POST', `/endpoints/${ep.slug}/todos`, {
+            title: 'Look at this',
+          })
+          .finally(() => {
+            answered = true;
+          });
         await new Promise((r) => setTimeout(r, 300));
-        expect(agent.rung).toEqual([]);
+        // Nothing acknowledged, nothing of the hand-off written: not even the delivery.
+        expect(answered).toBe(false);
         expect(await deliveriesPast(before)).toBe(false);
         return { pending };
       });
-      const res = await pending;
-      expect(res.status).toBe(202);
-      await agent.waitForRing(QUEUE, 1);
-      await settled(server);
-      const claimed = await agent.ok<{ todo: { id: string } | null }>('claim_next');
-      expect(claimed.todo).not.toBeNull();
-    } finally {
-      await agent.close();
-    }
+      const pushed = await pending;
+      expect(pushed.status, pushed.text).toBe(201);
+      expect(pushed.body.created).toBe(true);
+      expect((await server.runtime.store.streamInfo(`todo-${pushed.body.id}`)).revision).toBe(0n);
+      expect(linesOf(pushed.body.event_id).filter((l) => l.level >= 40)).toEqual([]);
+    });
+
+    it('webhook with a rule: a held dispositions stream holds the delivery, its todo and its ring alike; 202 once written together', async () => {
+      const { ep } = await vend('held disposition');
+      const agent = await connectAgent({ url: ep.mcp_url, token: ep.token });
+      try {
+        await agent.ok('add_webhook_rule', {
+          webhook_id: ep.webhook.webhook_id,
+          id: 'inbox',
+          source: "() => ({ route: 'inbox' })",
+        });
+        await agent.client.subscribeResource({ uri: QUEUE });
+        const before = (await server.runtime.store.streamInfo('deliveries')).revision;
+        const { pending } = await whileHeld(`dispositions-${ep.webhook.webhook_id}`, async () => {
+          const pending = post(ep.webhook.ingest_url, { type: 'deploy' });
+          await new Promise((r) => setTimeout(r, 300));
+          expect(agent.rung).toEqual([]);
+          expect(await deliveriesPast(before)).toBe(false);
+          return { pending };
+        });
+        const res = await pending;
+        expect(res.status).toBe(202);
+        await agent.waitForRing(QUEUE, 1);
+        await settled(server);
+        const claimed = await agent.ok<{ todo: { id: string } | null }>('claim_next');
+        expect(claimed.todo).not.toBeNull();
+      } finally {
+        await agent.close();
+      }
+    });
   });
+}
+
+slowFollowUp('embedded', async () => undefined);
+
+const hasPg = await postgresAvailable();
+
+describe.runIf(hasPg)('on PostgreSQL', () => {
+  slowFollowUp('PostgreSQL', () => createTestDatabase('hookline_follow_up'));
 });

@@ -44,7 +44,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await migrating.close();
     }
   }
-  await first.stop();
+  // Stopped whatever else is connected: stop() leaves a server running while it sees other
+  // clients, and the pools just closed may still be listed for a moment. A copy of a running
+  // template would hold its postmaster.pid, and every copy would adopt the template's server.
+  await stopManagedPostgresIn(template);
 
   project.provide('embeddedRoot', root);
 

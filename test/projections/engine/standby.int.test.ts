@@ -26,87 +26,113 @@ async function audit(h: Harness) {
   return { events, ...rows[0]! };
 }
 
-describe.runIf(hasPg)('standby writers on PostgreSQL', () => {
-  let testDb: TestDatabase;
-  let a: Harness;
-  let b: Harness;
-  let runnerA: ProjectionRunner;
-  let runnerB: ProjectionRunner;
+/**
+ * Two harnesses on one database, each with its own pool and store (two processes' worth of
+ * connections). `url` given: a PostgreSQL server's; else a database of its own on the worker's
+ * embedded server, the second harness connecting to the first's.
+ */
+async function twoHarnesses(url: string | undefined): Promise<[Harness, Harness]> {
+  const first = await openHarness(url, { max: 6 });
+  return [first, await openHarness(url ?? first.sql.url, { max: 6 })];
+}
 
-  beforeAll(async () => {
-    testDb = await createTestDatabase();
-    // Two processes' worth of connections: each runner has its own pool and store.
-    a = await openHarness(testDb.url, { max: 6 });
-    b = await openHarness(testDb.url, { max: 6 });
-    runnerA = createProjectionRunner({
-      sql: a.sql,
-      store: a.store,
-      logger: testLogger,
-      projections: [trackingProjection('A', { name: 'shared' })],
-      options: fast,
+interface Target {
+  /** A PostgreSQL database's URL; undefined for a database of its own on the embedded server. */
+  readonly url: string | undefined;
+  drop(): Promise<void>;
+}
+
+function standby(mode: string, open: () => Promise<Target>) {
+  describe(`standby writers (${mode})`, () => {
+    let target: Target;
+    let a: Harness;
+    let b: Harness;
+    let runnerA: ProjectionRunner;
+    let runnerB: ProjectionRunner;
+
+    beforeAll(async () => {
+      target = await open();
+      [a, b] = await twoHarnesses(target.url);
+      runnerA = createProjectionRunner({
+        sql: a.sql,
+        store: a.store,
+        logger: testLogger,
+        projections: [trackingProjection('A', { name: 'shared' })],
+        options: fast,
+      });
+      runnerB = createProjectionRunner({
+        sql: b.sql,
+        store: b.store,
+        logger: testLogger,
+        projections: [trackingProjection('B', { name: 'shared' })],
+        options: fast,
+      });
     });
-    runnerB = createProjectionRunner({
-      sql: b.sql,
-      store: b.store,
-      logger: testLogger,
-      projections: [trackingProjection('B', { name: 'shared' })],
-      options: fast,
+    afterAll(async () => {
+      await runnerA?.stop();
+      await runnerB?.stop();
+      await b?.close();
+      await a?.close(); // embedded: drops the database
+      await target?.drop();
     });
-  });
-  afterAll(async () => {
-    await runnerA?.stop();
-    await runnerB?.stop();
-    await a?.close();
-    await b?.close();
-    await testDb?.drop();
-  });
+    it('one writes, the other stands by; the standby takes over when the lock connection dies, with no gap and no double apply', async () => {
+      await runnerA.start();
+      await runnerB.start();
+      expect(await stateOf(runnerA)).toBe('active');
+      expect(await stateOf(runnerB)).toBe('standby');
 
-  it('one writes, the other stands by; the standby takes over when the lock connection dies, with no gap and no double apply', async () => {
-    await runnerA.start();
-    await runnerB.start();
-    expect(await stateOf(runnerA)).toBe('active');
-    expect(await stateOf(runnerB)).toBe('standby');
+      let appending = true;
+      let appended = 0;
+      const appender = (async () => {
+        while (appending) {
+          await a.store.append(`load-${appended % 11}`, [jsonEvent('Loaded', { n: appended })]);
+          appended++;
+        }
+      })();
+      try {
+        await waitUntil(async () => (await audit(a)).by_a >= 100, 'A to apply under load');
 
-    let appending = true;
-    let appended = 0;
-    const appender = (async () => {
-      while (appending) {
-        await a.store.append(`load-${appended % 11}`, [jsonEvent('Loaded', { n: appended })]);
-        appended++;
+        // Kill the connection that holds A's writer lock, as a crashed or partitioned process would.
+        const key = writerLockKey('shared');
+        const { rows } = await sql<{ killed: boolean }>`
+          select pg_terminate_backend(pid) as killed from pg_locks
+          where locktype = 'advisory' and granted and classid = ${key.classId}::int8::oid and objid = ${key.objectId}::int8::oid
+            and database = (select oid from pg_database where datname = current_database())`.execute(
+          b.sql.db,
+        );
+        expect(rows).toEqual([{ killed: true }]);
+
+        await waitUntil(async () => (await stateOf(runnerB)) === 'active', 'B to take over');
+        expect(await stateOf(runnerA)).toBe('standby');
+        await waitUntil(async () => (await audit(a)).by_b >= 100, 'B to apply under load');
+
+        // Then B stops cleanly, and A takes the projection back.
+        await runnerB.stop();
+        await waitUntil(async () => (await stateOf(runnerA)) === 'active', 'A to take over again');
+        const byABefore = (await audit(a)).by_a;
+        await waitUntil(async () => (await audit(a)).by_a >= byABefore + 100, 'A to apply again');
+      } finally {
+        appending = false;
+        await appender;
       }
-    })();
-    try {
-      await waitUntil(async () => (await audit(a)).by_a >= 100, 'A to apply under load');
+      await runnerA.waitFor(await a.store.committedPosition(), { timeoutMs: 30_000 });
+      await runnerA.stop();
 
-      // Kill the connection that holds A's writer lock, as a crashed or partitioned process would.
-      const key = writerLockKey('shared');
-      const { rows } = await sql<{ killed: boolean }>`
-        select pg_terminate_backend(pid) as killed from pg_locks
-        where locktype = 'advisory' and granted and classid = ${key.classId}::int8::oid and objid = ${key.objectId}::int8::oid
-          and database = (select oid from pg_database where datname = current_database())`.execute(b.sql.db);
-      expect(rows).toEqual([{ killed: true }]);
+      const result = await audit(a);
+      expect(result.events).toBeGreaterThan(300);
+      expect(result.n).toBe(result.events); // no gap
+      expect(result.distinct).toBe(result.n); // no double apply
+      expect(result.by_a).toBeGreaterThan(0);
+      expect(result.by_b).toBeGreaterThan(0);
+    });
+  });
+}
 
-      await waitUntil(async () => (await stateOf(runnerB)) === 'active', 'B to take over');
-      expect(await stateOf(runnerA)).toBe('standby');
-      await waitUntil(async () => (await audit(a)).by_b >= 100, 'B to apply under load');
+standby('embedded', async () => ({ url: undefined, drop: async () => {} }));
 
-      // Then B stops cleanly, and A takes the projection back.
-      await runnerB.stop();
-      await waitUntil(async () => (await stateOf(runnerA)) === 'active', 'A to take over again');
-      const byABefore = (await audit(a)).by_a;
-      await waitUntil(async () => (await audit(a)).by_a >= byABefore + 100, 'A to apply again');
-    } finally {
-      appending = false;
-      await appender;
-    }
-    await runnerA.waitFor(await a.store.committedPosition(), { timeoutMs: 30_000 });
-    await runnerA.stop();
-
-    const result = await audit(a);
-    expect(result.events).toBeGreaterThan(300);
-    expect(result.n).toBe(result.events); // no gap
-    expect(result.distinct).toBe(result.n); // no double apply
-    expect(result.by_a).toBeGreaterThan(0);
-    expect(result.by_b).toBeGreaterThan(0);
+describe.runIf(hasPg)('on PostgreSQL', () => {
+  standby('PostgreSQL', async () => {
+    const db: TestDatabase = await createTestDatabase();
+    return { url: db.url, drop: () => db.drop() };
   });
 });
