@@ -288,15 +288,26 @@ export function pageOperatorTodos(
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
-/** Todos counted by queue and state, every endpoint together (GET /metrics). */
-export function countTodosByQueueAndState(
+/**
+ * Todos counted by endpoint (its slug), queue and state (GET /metrics), of the endpoints still in
+ * service at `now` (active, not past their expiry): a revoked or expired endpoint's todos can no
+ * longer move, and leaving them out keeps the number of series to the endpoints in service, their
+ * queues and the four states. Only non-zero counts are returned.
+ */
+export function countTodosByEndpointQueueAndState(
   db: Kysely<Database>,
-): Promise<{ queue: string; state: string; count: number }[]> {
+  now: Date,
+): Promise<{ slug: string; queue: string; state: string; count: number }[]> {
   return db
     .selectFrom('todos')
-    .select(['queue', 'state'])
+    .innerJoin('endpoints', 'endpoints.id', 'todos.endpoint_id')
+    .where('endpoints.state', '=', 'active')
+    .where((eb) => eb.or([eb('endpoints.expires_at', 'is', null), eb('endpoints.expires_at', '>', now)]))
+    .select(['endpoints.slug', 'todos.queue', 'todos.state'])
     .select((eb) => eb.fn.countAll<number>().as('count'))
-    .groupBy(['queue', 'state'])
+    .groupBy(['endpoints.slug', 'todos.queue', 'todos.state'])
     .execute()
-    .then((rows) => rows.map((r) => ({ queue: r.queue, state: r.state, count: Number(r.count) })));
+    .then((rows) =>
+      rows.map((r) => ({ slug: r.slug, queue: r.queue, state: r.state, count: Number(r.count) })),
+    );
 }

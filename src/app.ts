@@ -125,7 +125,8 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
   await app.register(createEventRoutes({ runtime, auth: operatorAuth })); // /api/v1/events/{id}: `hookline forward`
   await app.register(adminPlugin({ projections: runtime.projections })); // loopback only: `hookline projections`
   await app.register(createFriendsRoutes({ runtime, auth: operatorAuth, secretBox })); // /api/v1/friends
-  await app.register(createA2aRoutes({ runtime, secretBox })); // /a2a/<slug>: Agent Card and friend requests
+  // /a2a/<slug>: Agent Card and friend requests, behind their own limit (HOOKLINE_A2A_RATE_LIMIT)
+  await app.register(createA2aRoutes({ runtime, secretBox, rateLimit: config.a2aRateLimit }));
   await app.register(friendExpiryPlugin(runtime, options.friendExpiry)); // pending requests past 14 days: FriendExpired
   // What follows a durable delivery (todo, doorbell, disposition) is awaited up to a bound.
   const followUps = createFollowUps({ logger: runtime.logger });

@@ -110,6 +110,8 @@ export const envSchema = z
       'a number of requests (0 turns the limit off)',
     ).optional(),
     HOOKLINE_RECEIVER_RATE_WINDOW_S: intIn(1, 86_400, 'a number of seconds').default(60),
+    HOOKLINE_A2A_RATE_LIMIT: intIn(0, 1_000_000, 'a number of requests (0 turns the limit off)').optional(),
+    HOOKLINE_A2A_RATE_WINDOW_S: intIn(1, 86_400, 'a number of seconds').default(60),
     HOOKLINE_SHUTDOWN_TIMEOUT_MS: intIn(0, 600_000, 'a number of milliseconds').default(10_000),
   })
   .superRefine((env, ctx) => {
@@ -165,6 +167,11 @@ export interface Config {
    * no limit when listening on a loopback address (a laptop), 600 a minute otherwise.
    */
   readonly receiverRateLimit: Readonly<{ max: number; windowS: number }>;
+  /**
+   * Requests each source address may make to the A2A surface (`/a2a/...`: Agent Cards and friend
+   * requests) per window; 0 is no limit. Unset: no limit on a loopback address, 60 a minute otherwise.
+   */
+  readonly a2aRateLimit: Readonly<{ max: number; windowS: number }>;
   readonly shutdownTimeoutMs: number;
   readonly version: string;
 }
@@ -188,6 +195,9 @@ function deepFreeze<T>(value: T): T {
 
 /** The receivers' limit per source address and minute when listening beyond loopback. */
 export const DEFAULT_RECEIVER_RATE_LIMIT = 600;
+
+/** The A2A surface's limit per source address and minute when listening beyond loopback. */
+export const DEFAULT_A2A_RATE_LIMIT = 60;
 
 /** 127.0.0.0/8, ::1 and localhost: only this machine can connect. */
 export const isLoopbackAddress = (host: string): boolean =>
@@ -240,6 +250,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     receiverRateLimit: {
       max: e.HOOKLINE_RECEIVER_RATE_LIMIT ?? (isLoopbackAddress(host) ? 0 : DEFAULT_RECEIVER_RATE_LIMIT),
       windowS: e.HOOKLINE_RECEIVER_RATE_WINDOW_S,
+    },
+    a2aRateLimit: {
+      max: e.HOOKLINE_A2A_RATE_LIMIT ?? (isLoopbackAddress(host) ? 0 : DEFAULT_A2A_RATE_LIMIT),
+      windowS: e.HOOKLINE_A2A_RATE_WINDOW_S,
     },
     shutdownTimeoutMs: e.HOOKLINE_SHUTDOWN_TIMEOUT_MS,
     version,

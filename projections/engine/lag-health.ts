@@ -6,6 +6,12 @@ export interface ProjectionLag {
   readonly events: number;
   /** Age of the oldest event some projection has not applied yet, in seconds. */
   readonly seconds: number;
+  /** Each projection's own lag, in the runner's order (GET /metrics: one sample per read model). */
+  readonly byProjection: readonly {
+    readonly name: string;
+    readonly events: number;
+    readonly seconds: number;
+  }[];
 }
 
 export interface ProjectionHealth {
@@ -45,6 +51,7 @@ export function createProjectionHealth(
         last = {
           events: Math.max(0, ...statuses.map((s) => s.lagEvents)),
           seconds: Math.max(0, ...statuses.map((s) => s.lagSeconds)),
+          byProjection: statuses.map((s) => ({ name: s.name, events: s.lagEvents, seconds: s.lagSeconds })),
         };
         failed = false;
       } catch {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Gauge, Registry } from 'prom-client';
-import { countTodosByQueueAndState } from '../../projections/todos.queries.ts';
+import { countTodosByEndpointQueueAndState } from '../../projections/todos.queries.ts';
 import { createIdentityResolver } from '../auth/identity.ts';
 import { HooklineError } from '../errors.ts';
 import { deliveriesTotal, ingestSeconds, processMetrics } from '../metrics/instruments.ts';
@@ -40,31 +40,35 @@ export function countDeliveries(scope: FastifyInstance): void {
 
 /**
  * GET /metrics in the Prometheus text format (prom-client): the process's counters and histograms
- * (src/metrics/instruments.ts) and gauges read at scrape time (projection lag, stream clients,
- * todos by queue and state). Served to whom the screens are: a loopback peer, or a trusted
- * forward-auth proxy that names a user; anyone else gets 403.
+ * (src/metrics/instruments.ts) and gauges read at scrape time (projection lag per read model,
+ * stream clients, todos by endpoint, queue and state). Served to whom the screens are: a loopback
+ * peer, or a trusted forward-auth proxy that names a user; anyone else gets 403.
  */
-export function metricsPlugin(runtime: Pick<Runtime, 'config' | 'db' | 'projectionLag'>) {
+export function metricsPlugin(runtime: Pick<Runtime, 'config' | 'db' | 'clock' | 'projectionLag'>) {
   return fp(
     async (app: FastifyInstance) => {
       const identify = createIdentityResolver(runtime.config);
       const scraped = new Registry();
       new Gauge({
         name: 'hookline_projection_lag_events',
-        help: 'Events the furthest-behind read model has still to apply (last measurement).',
+        help: 'Events each read model has still to apply (last measurement, counted up to 10,000).',
+        labelNames: ['projection'] as const,
         registers: [scraped],
         collect() {
-          const lag = runtime.projectionLag();
-          if (lag) this.set(lag.events);
+          this.reset();
+          for (const p of runtime.projectionLag()?.byProjection ?? [])
+            this.set({ projection: p.name }, p.events);
         },
       });
       new Gauge({
         name: 'hookline_projection_lag_seconds',
-        help: 'Age of the oldest event some read model has not applied yet (last measurement).',
+        help: 'Age of the oldest event each read model has not applied yet (last measurement).',
+        labelNames: ['projection'] as const,
         registers: [scraped],
         collect() {
-          const lag = runtime.projectionLag();
-          if (lag) this.set(lag.seconds);
+          this.reset();
+          for (const p of runtime.projectionLag()?.byProjection ?? [])
+            this.set({ projection: p.name }, p.seconds);
         },
       });
       new Gauge({
@@ -77,13 +81,13 @@ export function metricsPlugin(runtime: Pick<Runtime, 'config' | 'db' | 'projecti
       });
       new Gauge({
         name: 'hookline_todos',
-        help: 'Todos by queue and state (the todos read model).',
-        labelNames: ['queue', 'state'] as const,
+        help: 'Todos of the endpoints in service by endpoint (slug), queue and state (the todos read model).',
+        labelNames: ['endpoint', 'queue', 'state'] as const,
         registers: [scraped],
         async collect() {
           this.reset();
-          for (const row of await countTodosByQueueAndState(runtime.db)) {
-            this.set({ queue: row.queue, state: row.state }, row.count);
+          for (const row of await countTodosByEndpointQueueAndState(runtime.db, runtime.clock.now())) {
+            this.set({ endpoint: row.slug, queue: row.queue, state: row.state }, row.count);
           }
         },
       });

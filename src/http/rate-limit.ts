@@ -4,14 +4,15 @@ import type { Config } from '../config.ts';
 import { HooklineError } from '../errors.ts';
 
 /**
- * The receivers' rate limit (@fastify/rate-limit): `max` requests per source address (the peer,
- * or the X-Forwarded-For of a trusted proxy) per window, counted in this process. Over it: 429
+ * A rate limit (@fastify/rate-limit) of the receivers (HOOKLINE_RECEIVER_RATE_LIMIT) or of the A2A
+ * surface (HOOKLINE_A2A_RATE_LIMIT): `max` requests per source address (the peer, or the
+ * X-Forwarded-For of a trusted proxy) per window, counted in this process. Over it: 429
  * `too_many_requests` with `Retry-After`, before the body is read, so nothing is appended.
  * Applies to the routes registered in `scope` after this call; nothing when `max` is 0.
  */
 export async function limitRequests(
   scope: FastifyInstance,
-  limit: Config['receiverRateLimit'],
+  limit: Config['receiverRateLimit'] | Config['a2aRateLimit'],
 ): Promise<void> {
   if (limit.max === 0) return;
   await scope.register(rateLimit, {

@@ -9,7 +9,7 @@ export const processMetrics = new Registry();
 
 export const deliveriesTotal = new Counter({
   name: 'hookline_deliveries_total',
-  help: 'Requests to the webhook receivers, by provider and outcome (accepted, rejected, invalid, too_large, rate_limited, unknown_provider, failed).',
+  help: 'Requests to the webhook receivers and entries read by the broker consumers (provider broker:<channel>), by provider and outcome (accepted, rejected, invalid, too_large, rate_limited, unknown_provider, failed).',
   labelNames: ['provider', 'outcome'] as const,
   registers: [processMetrics],
 });

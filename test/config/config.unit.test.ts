@@ -109,6 +109,14 @@ const cases: Record<
     good: ['10', (c) => c.receiverRateLimit.windowS, 10],
     bad: ['0', /expected a number of seconds: an integer from 1 to 86400/],
   },
+  HOOKLINE_A2A_RATE_LIMIT: {
+    good: ['30', (c) => c.a2aRateLimit.max, 30],
+    bad: ['-1', /expected a number of requests \(0 turns the limit off\): an integer from 0 to 1000000/],
+  },
+  HOOKLINE_A2A_RATE_WINDOW_S: {
+    good: ['300', (c) => c.a2aRateLimit.windowS, 300],
+    bad: ['86401', /expected a number of seconds: an integer from 1 to 86400/],
+  },
   HOOKLINE_SHUTDOWN_TIMEOUT_MS: {
     good: ['2500', (c) => c.shutdownTimeoutMs, 2500],
     bad: ['-1', /expected a number of milliseconds: an integer from 0 to 600000/],

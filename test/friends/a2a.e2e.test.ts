@@ -22,7 +22,7 @@ describe('friend requests over A2A', () => {
   let slug: string;
   let cardUrl: string;
   beforeAll(async () => {
-    server = await startServer();
+    server = await startServer({ env: { HOOKLINE_A2A_RATE_LIMIT: '60' } });
     const ep = await vend(server);
     slug = ep.slug;
     cardUrl = `${server.url}/a2a/${slug}/.well-known/agent-card.json`;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { clientFor, wantsJson, withUrl } from '../client/index.ts';
 import { warn } from '../client/output.ts';
@@ -15,6 +16,23 @@ interface Delivery {
   payload: string;
   encoding: 'utf-8' | 'base64';
 }
+
+/** A row of GET /api/v1/events, and an `event-received` message of the stream. */
+interface Summary {
+  id: number;
+  provider: string;
+  event_type: string | null;
+}
+
+/** GET /api/v1/events. `retained_from`: the first delivery id the log keeps (retention). */
+interface EventPage {
+  events: Summary[];
+  next_cursor: string | null;
+  retained_from?: number;
+}
+
+/** Failures of a read that a moment fixes: the server restarting, or not reachable yet. */
+const TRANSIENT = new Set(['unreachable', 'unavailable', 'http_502', 'http_503', 'http_504']);
 
 interface Forwarded {
   id: number;
@@ -86,28 +104,71 @@ export function registerForward(program: Command): void {
         const wanted = (d: { provider: string; event_type: string | null }) =>
           (!opts.provider || d.provider === opts.provider) && (!opts.type || d.event_type === opts.type);
 
-        const done = new Set<number>();
+        // Every job (the replay, each delivery of the stream) runs in turn, so lines come in id order.
+        let stopped = false;
+        const stopping = new AbortController();
         let failure: unknown;
         let chain: Promise<void> = Promise.resolve();
         const enqueue = (job: () => Promise<void>) => {
           chain = chain.then(job).catch((err: unknown) => {
-            failure = err;
+            if (!stopped) failure ??= err;
             follower.stop();
           });
+        };
+        /** Waits `ms`, less when Ctrl-C comes first. */
+        const pause = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => {});
+
+        /**
+         * A read of the operator API, tried again while the server is away or stopping (a restart),
+         * as the stream itself reconnects: a delivery is never skipped because the server was down.
+         */
+        const read = async <T>(path: string): Promise<T> => {
+          let delay = 250;
+          for (;;) {
+            try {
+              return await api.request<T>('GET', path);
+            } catch (err) {
+              if (stopped || !(err instanceof CliExit) || !TRANSIENT.has(err.code)) throw err;
+              await pause(delay);
+              delay = Math.min(delay * 2, 5000);
+            }
+          }
         };
 
         /** The delivery, or null when the log no longer (or never) holds it, or it is not this operator's. */
         const fetchDelivery = async (id: number): Promise<Delivery | null> => {
           try {
-            return await api.request<Delivery>('GET', `/api/v1/events/${id}`);
+            return await read<Delivery>(`/api/v1/events/${id}`);
           } catch (err) {
             if (err instanceof CliExit && err.code === 'not_found') return null;
             throw err;
           }
         };
 
+        /**
+         * The deliveries from `since` on that this operator may read and the filters let through,
+         * oldest first, from GET /api/v1/events (operator-scoped: another operator's deliveries
+         * are not in it, so they neither stop nor hold up the range), every page of it.
+         */
+        const listFrom = async (since: number): Promise<{ items: Summary[]; retainedFrom?: number }> => {
+          const items: Summary[] = [];
+          let retainedFrom: number | undefined;
+          let cursor: string | null = null;
+          do {
+            const query = new URLSearchParams({ since: String(since), limit: '200' });
+            if (opts.provider) query.set('provider', opts.provider);
+            if (opts.type) query.set('event_type', opts.type);
+            if (cursor) query.set('cursor', cursor);
+            const page: EventPage = await read<EventPage>(`/api/v1/events?${query}`);
+            retainedFrom ??= page.retained_from;
+            items.push(...page.events);
+            cursor = page.next_cursor;
+          } while (cursor && !stopped);
+          items.sort((a, b) => a.id - b.id);
+          return retainedFrom === undefined ? { items } : { items, retainedFrom };
+        };
+
         const forward = async (d: Delivery): Promise<void> => {
-          done.add(d.id);
           const body = Buffer.from(d.payload, d.encoding === 'base64' ? 'base64' : 'utf8');
           const { headers } = forwardHeaders({
             provider: d.provider,
@@ -148,44 +209,76 @@ export function registerForward(program: Command): void {
           );
         };
 
-        // Live deliveries wait in order behind the replay (if any), which starts at the stream's
-        // `ready`: everything up to there is in the log, everything after comes live.
-        let replaying = opts.from !== undefined;
-        const held: { id: number; provider: string; event_type: string | null }[] = [];
-        const live = (s: { id: number; provider: string; event_type: string | null }) =>
+        /** Forwards the listed deliveries up to `last` (all when absent), oldest first; the number sent. */
+        const forwardListed = async (items: readonly Summary[], last = Number.POSITIVE_INFINITY) => {
+          let sent = 0;
+          for (const s of items) {
+            if (stopped) break;
+            if (s.id > last || !wanted(s)) continue;
+            const d = await fetchDelivery(s.id); // null: pruned meanwhile
+            if (d) {
+              await forward(d);
+              sent++;
+            }
+          }
+          return sent;
+        };
+
+        /**
+         * Every delivery up to `covered` has been dealt with. The stream sends every delivery, in id
+         * order, so a stream delivery beyond `covered + 1` means some were not seen: those the
+         * replay's listing could not hold yet (the log read model a moment behind the stream's
+         * `ready`), or those a `reset` of the stream skipped.
+         */
+        let covered: number | undefined = opts.from === undefined ? undefined : opts.from - 1;
+
+        /** The deliveries first..last this operator may read, from the log once it holds `last`. */
+        const fill = async (first: number, last: number): Promise<void> => {
+          // The detail read waits (bounded) for the log read model to pass `last`, whoever's it is.
+          await fetchDelivery(last);
+          const sent = await forwardListed((await listFrom(first)).items, last);
+          if (sent > 0)
+            warn(`(forwarded ${sent} from the log that the stream did not send: #${first} to #${last})`);
+        };
+
+        const fromStream = (s: Summary) =>
           enqueue(async () => {
-            if (done.has(s.id) || !wanted(s)) return;
-            const d = await fetchDelivery(s.id);
-            if (d) await forward(d);
+            if (covered !== undefined && s.id <= covered) return; // the replay forwarded it
+            if (covered !== undefined && s.id > covered + 1) await fill(covered + 1, s.id - 1);
+            if (wanted(s)) {
+              const d = await fetchDelivery(s.id); // null: another operator's
+              if (d) await forward(d);
+            }
+            covered = Math.max(covered ?? s.id, s.id);
           });
 
         // Loaded here: only the followers need the EventSource client.
         const { followEvents } = await import('../client/follow.ts');
         const follower = followEvents(api.server, {
           notice: warn,
+          // `ready`: every delivery up to the stream's head is in the log, every later one comes
+          // live, queued behind this replay.
           onReady: () => {
-            if (opts.from === undefined) return;
             const from = opts.from;
+            if (from === undefined) return;
             enqueue(async () => {
-              let id = from;
-              for (;;) {
-                const d = await fetchDelivery(id);
-                if (!d) break;
-                if (wanted(d)) await forward(d);
-                else done.add(d.id);
-                id++;
+              const { items, retainedFrom } = await listFrom(from);
+              if (retainedFrom !== undefined && from < retainedFrom) {
+                warn(
+                  `(--from ${from} is older than what the log keeps: deliveries before #${retainedFrom} were pruned by retention; forwarding from #${retainedFrom})`,
+                );
               }
-              replaying = false;
-              for (const s of held.splice(0)) if (s.id >= id) live(s);
+              await forwardListed(items);
+              covered = items.reduce((max, s) => Math.max(max, s.id), from - 1);
             });
           },
-          onDelivery: (raw) => {
-            const s = raw as unknown as { id: number; provider: string; event_type: string | null };
-            if (replaying) held.push(s);
-            else live(s);
-          },
+          onDelivery: (raw) => fromStream(raw as unknown as Summary),
         });
-        const stop = () => follower.stop();
+        const stop = () => {
+          stopped = true;
+          stopping.abort();
+          follower.stop();
+        };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
         await follower.done;

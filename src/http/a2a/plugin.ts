@@ -1,11 +1,12 @@
 import { JsonRpcTransportHandler } from '@a2a-js/sdk/server';
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Config } from '../../config.ts';
 import { HooklineError } from '../../errors.ts';
 import { type FriendDeps, friendableEndpoint } from '../../friends/edges.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
+import { limitRequests } from '../rate-limit.ts';
 import { friendAgentCard } from './card.ts';
 import { FriendRequestHandler, RefusedRequest } from './handler.ts';
 import { FriendTaskStore } from './task-store.ts';
@@ -13,8 +14,11 @@ import { FriendTaskStore } from './task-store.ts';
 export interface A2aDeps {
   readonly runtime: Pick<Runtime, 'config' | 'store' | 'clock' | 'logger'>;
   readonly secretBox: Pick<SecretBox, 'seal' | 'open'>;
-  /** Requests per source address and window (default 60 a minute). */
-  readonly rateLimit?: { readonly limit: number; readonly windowMs: number };
+  /**
+   * Requests per source address and window, 0 for none (HOOKLINE_A2A_RATE_LIMIT and
+   * HOOKLINE_A2A_RATE_WINDOW_S; default the runtime's config).
+   */
+  readonly rateLimit?: Config['a2aRateLimit'];
 }
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -23,8 +27,8 @@ const NOT_FOUND = 'no endpoint takes friend requests under that slug';
 /**
  * A2A (protocol 0.3, `@a2a-js/sdk`) for endpoints whose owner takes friend requests: the Agent
  * Card at `/a2a/<slug>/.well-known/agent-card.json` and JSON-RPC at `POST /a2a/<slug>`. Every
- * other endpoint, and every slug that does not exist, answers 404 alike. Each source address is
- * limited (429 with Retry-After) before anything is read or written.
+ * other endpoint, and every slug that does not exist, answers 404 alike. Each source address may
+ * be limited (HOOKLINE_A2A_RATE_LIMIT; 429 with Retry-After) before anything is read or written.
  */
 export function createA2aRoutes(deps: A2aDeps) {
   const { config, store, clock } = deps.runtime;
@@ -34,7 +38,7 @@ export function createA2aRoutes(deps: A2aDeps) {
     secretBox: deps.secretBox,
     baseUrl: config.baseUrl,
   };
-  const limits = deps.rateLimit ?? { limit: 60, windowMs: 60_000 };
+  const limits = deps.rateLimit ?? config.a2aRateLimit;
 
   const endpointFor = async (slug: string) => {
     const endpoint = SLUG.test(slug) ? await friendableEndpoint(friendDeps, slug) : undefined;
@@ -43,18 +47,9 @@ export function createA2aRoutes(deps: A2aDeps) {
   };
 
   const routes = async (app: FastifyInstance) => {
-    // Per source address, before anything is read or written (in memory, per process).
-    await app.register(rateLimit, {
-      global: true,
-      max: limits.limit,
-      timeWindow: limits.windowMs,
-      keyGenerator: (request) => request.ip,
-      errorResponseBuilder: (_request, context) =>
-        new HooklineError(
-          'too_many_requests',
-          `too many requests from this address; retry after ${context.after}`,
-        ),
-    });
+    // Per source address, before anything is read or written (in memory, per process), as the
+    // receivers are limited: 429 too_many_requests with Retry-After.
+    await limitRequests(app, limits);
 
     app.get<{ Params: { slug: string } }>(
       '/a2a/:slug/.well-known/agent-card.json',

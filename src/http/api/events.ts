@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { eventDetailOut, listEvents } from '../../../projections/log.queries.ts';
+import { eventDetailOut, listEvents, logRetainedFrom } from '../../../projections/log.queries.ts';
 import type { OperatorAuth } from '../../auth/index.ts';
 import { HooklineError } from '../../errors.ts';
 import { attemptOut, replayAndRecord } from '../../replay/record.ts';
@@ -25,7 +25,9 @@ export interface EventsApiDeps {
  * neither listed nor shown (404, as for an id that does not exist). Same shapes as the MCP tools
  * list_events and get_event (spec 2.2, 2.3).
  *
- * GET /api/v1/events: EventSummary rows with the filters (q too), order and cursor of GET /log.
+ * GET /api/v1/events: EventSummary rows with the filters (q too), order and cursor of GET /log,
+ * and `retained_from`, the first id retention kept (`hookline forward --from` says when it starts
+ * before it).
  * GET /api/v1/events/{id}: EventDetail, the payload as UTF-8 text or base64 (`encoding`): what
  * `hookline events show` prints and `hookline forward` re-sends to a local app, byte for byte.
  * POST /api/v1/events/{id}/replay: `hookline events replay`, the same replay and record as the
@@ -97,7 +99,11 @@ export function createEventRoutes(deps: EventsApiDeps) {
       async (request) => {
         const operator = operatorOf(request);
         const { provider, event_type, since, q, cursor, limit } = request.query;
-        return listEvents(runtime.db, { provider, event_type, since, q }, cursor, limit, { operator });
+        const [page, retainedFrom] = await Promise.all([
+          listEvents(runtime.db, { provider, event_type, since, q }, cursor, limit, { operator }),
+          logRetainedFrom(runtime.db),
+        ]);
+        return { ...page, retained_from: retainedFrom };
       },
     );
 

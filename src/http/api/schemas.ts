@@ -200,6 +200,12 @@ export const EventPage = z
   .object({
     events: z.array(EventSummary).describe('Newest first: received_at, then id, descending.'),
     next_cursor: z.string().nullable().describe('Pass back as `cursor` for the next page; null on the last.'),
+    retained_from: z
+      .number()
+      .int()
+      .describe(
+        'The first event id the log keeps: retention pruned the deliveries before it (1 when it pruned none).',
+      ),
   })
   .register(apiSchemas, { id: 'EventPage' });
 

@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.ts';
 import { HooklineError } from '../../errors.ts';
 import type { ComponentState } from '../../health-registry.ts';
 import type { Logger } from '../../logger.ts';
+import { deliveriesTotal } from '../../metrics/instruments.ts';
 import type { DeliveryRecorder } from '../recorder.ts';
 import { type RawEntry, toBrokerDelivery } from './message.ts';
 
@@ -67,6 +68,9 @@ export function startChannelConsumer(options: ChannelConsumerOptions): ChannelCo
   const disabledPollMs = options.disabledPollMs ?? 1000;
   const claimEveryMs = Math.max(250, Math.floor(options.claimIdleMs / 2));
   const log = logger.child({ component: 'broker', channel });
+  /** hookline_deliveries_total, as the receivers count their requests: provider `broker:<channel>`. */
+  const provider = `broker:${channel}`;
+  const count = (outcome: 'accepted' | 'too_large' | 'failed') => deliveriesTotal.inc({ provider, outcome });
 
   let stopped = false;
   let enabled = true;
@@ -151,6 +155,7 @@ export function startChannelConsumer(options: ChannelConsumerOptions): ChannelCo
   function park(id: string, size: number, reason: string): void {
     if (parked.size > 10_000) parked.clear();
     parked.add(id);
+    count('too_large');
     log.error(
       { entryId: id, size, limit: options.maxBodyBytes },
       `broker entry ${reason}: left pending, not recorded`,
@@ -181,12 +186,16 @@ export function startChannelConsumer(options: ChannelConsumerOptions): ChannelCo
         recorder.record(delivery).then(
           () => {
             ack.push(id);
+            count('accepted');
           },
           (err: unknown) => {
             // Refused for good (the store's own size limit): retrying cannot help.
             if (err instanceof HooklineError && err.code === 'payload_too_large')
               park(id, size, 'refused as too large');
-            else throw err;
+            else {
+              count('failed'); // left pending: read again and retried
+              throw err;
+            }
           },
         ),
       );

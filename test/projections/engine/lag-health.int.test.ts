@@ -34,12 +34,19 @@ describe('projection lag for /healthz', () => {
       expect(health.state()).toBe('error');
       expect(health.lag()?.events).toBe(12);
       expect(health.lag()!.seconds).toBeGreaterThan(60);
+      expect(health.lag()?.byProjection).toEqual([
+        { name: 'healthy', events: 12, seconds: expect.any(Number) },
+      ]);
 
       await runner.start();
       await runner.waitFor(last, { timeoutMs: 20_000 });
       await health.refresh();
       expect(health.state()).toBe('ok');
-      expect(health.lag()).toEqual({ events: 0, seconds: 0 });
+      expect(health.lag()).toEqual({
+        events: 0,
+        seconds: 0,
+        byProjection: [{ name: 'healthy', events: 0, seconds: 0 }],
+      });
     } finally {
       health.stop();
       await runner.stop();
