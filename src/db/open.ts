@@ -58,6 +58,8 @@ const KEEPALIVE_DELAY_MS = 10_000;
  * ROLLBACK also timed out and was never sent. So the client closes itself, and the pool drops it
  * when it comes back (Kysely releases clients without an error).
  */
+const ignoreClientError = (): void => {};
+
 class BoundedClient extends CopyingClient {
   // biome-ignore lint/suspicious/noExplicitAny: pg's query() has many overloads; all pass through unchanged
   override query(...args: any[]): any {
@@ -94,7 +96,14 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   pool.on('error', () => {});
   // The pool's connections until their sockets close (pg-pool's end() resolves before they do).
   const open = new Set<pg.Client>();
-  pool.on('connect', (client) => open.add(client));
+  pool.on('connect', (client) => {
+    open.add(client);
+    // node-pg emits 'error' on a checked-out client whose connection dies between queries or under
+    // a COPY (a terminated backend, a server restart), and the pool listens only on idle ones:
+    // without a listener the process dies. The query in flight, or the next one, still fails and
+    // is handled where it was issued. Every client of the pool, from its first connection on.
+    client.on('error', ignoreClientError);
+  });
   pool.on('remove', (client) => open.delete(client));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {

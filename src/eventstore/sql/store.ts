@@ -62,8 +62,6 @@ export interface SqlEventStoreOptions {
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const truncateChunk = 1000;
-const ignoreClientError = () => {};
-
 function checkName(what: string, value: unknown): string {
   // PostgreSQL text cannot hold NUL; a bad value must fail its own append, not its batch.
   if (typeof value !== 'string' || value.length === 0 || value.includes('\u0000')) {
@@ -144,13 +142,6 @@ export async function createSqlEventStore(
 ): Promise<EventStore> {
   const db = sqlDb.db as AnyDb;
   const onError = options.onError ?? (() => {});
-  // node-pg emits 'error' on a checked-out client whose connection dies between queries (inside a
-  // transaction, say), and the pool listens only on idle ones: without a listener the process dies.
-  // The query in flight, or the next one, still fails and is handled where it was issued.
-  const guard = (client: { listeners(e: string): unknown[]; on(e: string, f: () => void): unknown }) => {
-    if (!client.listeners('error').includes(ignoreClientError)) client.on('error', ignoreClientError);
-  };
-  sqlDb.pool?.on('connect', guard);
   try {
     await sql`select 1 from es_events limit 0`.execute(db);
   } catch (err) {
