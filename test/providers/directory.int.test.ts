@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { providerStream } from '../../src/domain/provider/events.ts';
 import { HooklineError } from '../../src/errors.ts';
+import { encodeEvent } from '../../src/eventstore/codec.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import {
   createProviderDirectory,
@@ -260,6 +261,48 @@ describe.runIf(hasPg)('createProviderDirectory (PostgreSQL)', () => {
       ),
     ).toEqual([true, 'invalid_body', 400]);
     expect(await readStream(suite.runtime.store, providerStream(name))).toHaveLength(1);
+  });
+
+  it('a decision that loses every race is a conflict (409), not storage_unavailable, and appends nothing', async () => {
+    const { store: real, clock } = suite.runtime;
+    const name = generic();
+    const setup = directory();
+    await setup.execute({
+      type: 'CreateGenericProvider',
+      name,
+      trust_mode: 'open',
+      token_hash: null,
+      by: 'a',
+    });
+    await setup.execute({ type: 'SetProviderEnabled', name, enabled: true, by: 'a' });
+    // Another writer enables it again just before each of our appends: every one meets a newer revision.
+    let raced = 0;
+    const racing = new Proxy(real, {
+      get(target, key, receiver) {
+        if (key === 'append')
+          return async (...args: Parameters<EventStore['append']>) => {
+            if (args[0] === providerStream(name)) {
+              raced++;
+              await target.append(providerStream(name), [
+                encodeEvent({
+                  type: 'ProviderEnabled',
+                  data: { name, by: 'other', at: clock.now().toISOString() },
+                }),
+              ]);
+            }
+            return target.append(...args);
+          };
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const refused = await directory({ store: racing })
+      .execute({ type: 'SetProviderEnabled', name, enabled: false, by: 'alice' })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(HooklineError);
+    expect([(refused as HooklineError).code, (refused as HooklineError).status]).toEqual(['conflict', 409]);
+    expect(raced).toBe(4); // the first decision and three more
+    const types = (await readStream(real, providerStream(name))).map((e) => e.type);
+    expect(types.filter((t) => t === 'ProviderDisabled')).toEqual([]);
   });
 
   it('a store that cannot be read is storage_unavailable, and the failure is not kept', async () => {
