@@ -15,7 +15,7 @@ import {
 
 const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-/** A metric's values as `{metricName}{labels} value` lines, read back through the registry. */
+/** A metric's values read back through the registry, keyed `metricName{label=value,…}`. */
 async function valuesOf(name: string): Promise<Map<string, number>> {
   const metric = processMetrics.getSingleMetric(name);
   if (!metric) throw new Error(`${name} is not on the process registry`);
