@@ -104,8 +104,11 @@ export function createProviderDirectory(deps: ProviderDirectoryDeps): ProviderDi
       const deps: CommandDeps = { store, clock };
       const decider = providerDecider(command.name, parsed.kind, isConfigured(config, command.name));
       try {
-        // A concurrent decision on the same provider: decided again on the state it produced.
-        const result = await handleCommand(deps, providerStream(command.name), decider, command);
+        // A concurrent decision on the same provider: decided again on the state it produced; a
+        // race lost every time is a conflict (409), not the store failing.
+        const result = await handleCommand(deps, providerStream(command.name), decider, command, {
+          conflictMessage: `provider ${command.name} changed concurrently; retry`,
+        });
         remember(command.name, Promise.resolve({ state: result.state, revision: result.revision }));
         return { state: result.state, events: result.events };
       } catch (e) {
