@@ -1,6 +1,6 @@
 import { dueFriendRequests } from '../../projections/friends.queries.ts';
 import type { Clock } from '../clock.ts';
-import { withAdvisoryLock } from '../db/advisory-lock.ts';
+import { createLockedJob } from '../db/advisory-lock.ts';
 import type { DB } from '../db/database.ts';
 import type { SqlDatabase } from '../db/open.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -46,50 +46,20 @@ export interface FriendExpiry {
  * expiry too, so the sweep is the backstop, not the only writer.
  */
 export function createFriendExpiry(deps: FriendExpiryDeps, options: FriendExpiryOptions = {}): FriendExpiry {
-  const intervalMs = options.intervalMs ?? DEFAULT_FRIEND_EXPIRY_INTERVAL_MS;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = false;
-
-  async function sweep(): Promise<number> {
-    let expired = 0;
-    for (const id of await dueFriendRequests(deps.db, deps.clock.now(), BATCH)) {
-      if (stopped) break;
-      if ((await expireFriend(deps, id)).events.length > 0) expired++;
-    }
-    if (expired > 0) deps.logger.info({ expired }, 'friend requests expired');
-    return expired;
-  }
-
-  const runOnce = (): Promise<number | null> => {
-    const p = withAdvisoryLock(deps.sql.pool, FRIEND_EXPIRY_LOCK_KEY, sweep);
-    running = p.catch(() => {});
-    return p;
-  };
-
-  const schedule = (delay: number) => {
-    if (stopped) return;
-    timer = setTimeout(async () => {
-      try {
-        await runOnce();
-      } catch (err) {
-        if (!stopped) deps.logger.warn({ err }, 'friend expiry: sweep failed; retrying next interval');
+  return createLockedJob({
+    pool: deps.sql.pool,
+    lockKey: FRIEND_EXPIRY_LOCK_KEY,
+    intervalMs: options.intervalMs ?? DEFAULT_FRIEND_EXPIRY_INTERVAL_MS,
+    initialDelayMs: options.initialDelayMs ?? DEFAULT_FRIEND_EXPIRY_INITIAL_DELAY_MS,
+    onError: (err) => deps.logger.warn({ err }, 'friend expiry: sweep failed; retrying next interval'),
+    async work(stopped) {
+      let expired = 0;
+      for (const id of await dueFriendRequests(deps.db, deps.clock.now(), BATCH)) {
+        if (stopped()) break;
+        if ((await expireFriend(deps, id)).events.length > 0) expired++;
       }
-      schedule(intervalMs);
-    }, delay);
-    timer.unref();
-  };
-
-  return {
-    runOnce,
-    start() {
-      stopped = false;
-      schedule(options.initialDelayMs ?? DEFAULT_FRIEND_EXPIRY_INITIAL_DELAY_MS);
+      if (expired > 0) deps.logger.info({ expired }, 'friend requests expired');
+      return expired;
     },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  });
 }

@@ -7,7 +7,7 @@ import {
 import { getSettings } from '../../projections/settings.queries.ts';
 import type { Clock } from '../clock.ts';
 import { appendEvents } from '../commands/handle-command.ts';
-import { withAdvisoryLock } from '../db/advisory-lock.ts';
+import { createLockedJob } from '../db/advisory-lock.ts';
 import type { DB } from '../db/database.ts';
 import type { SqlDatabase } from '../db/open.ts';
 import { DELIVERIES_STREAM } from '../domain/delivery/events.ts';
@@ -65,9 +65,6 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
   const intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
   const batchSize = options.batchSize ?? DEFAULT_RETENTION_BATCH;
   const readSettings = deps.settings ?? (async () => (await getSettings(deps.db)).settings);
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = false;
 
   /** The first event id to keep, from both limits; ids below it go. */
   async function keepFrom(settings: Settings, lastId: number, now: Date): Promise<number> {
@@ -87,12 +84,12 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return keep;
   }
 
-  async function deleteLogRows(belowId: number): Promise<number> {
+  async function deleteLogRows(belowId: number, stopped: () => boolean): Promise<number> {
     let removed = 0;
     for (;;) {
       const n = await deleteLogRowsBelow(deps.db, belowId, batchSize);
       removed += n;
-      if (n < batchSize || stopped) return removed;
+      if (n < batchSize || stopped()) return removed;
       await yieldToIo();
     }
   }
@@ -109,7 +106,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return before > 1 ? before : null;
   }
 
-  async function cycle(): Promise<RetentionRanData> {
+  async function cycle(stopped: () => boolean): Promise<RetentionRanData> {
     const started = Date.now();
     const now = deps.clock.now();
     const settings = await readSettings();
@@ -127,7 +124,7 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
         removedEvents = Number(beforeRevision - info.truncateBefore);
         truncatedBeforeId = keep;
       }
-      removedRows = await deleteLogRows(keep);
+      removedRows = await deleteLogRows(keep, stopped);
       if (removedRows > 0 && truncatedBeforeId === null) truncatedBeforeId = keep;
     }
     const data: RetentionRanData = {
@@ -151,36 +148,13 @@ export function createRetentionJob(deps: RetentionDeps, options: RetentionOption
     return data;
   }
 
-  const runOnce = (): Promise<RetentionRanData | null> => {
-    // One instance prunes at a time, in every mode.
-    const p = withAdvisoryLock(deps.sql.pool, ADVISORY_LOCK_KEY, cycle);
-    running = p.catch(() => {});
-    return p;
-  };
-
-  const schedule = (delay: number) => {
-    if (stopped) return;
-    timer = setTimeout(async () => {
-      try {
-        await runOnce();
-      } catch (err) {
-        deps.logger.warn({ err }, 'retention: cycle failed; retrying next interval');
-      }
-      schedule(intervalMs);
-    }, delay);
-    timer.unref();
-  };
-
-  return {
-    runOnce,
-    start() {
-      stopped = false;
-      schedule(options.initialDelayMs ?? 10_000);
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  // One instance prunes at a time, in every mode.
+  return createLockedJob({
+    pool: deps.sql.pool,
+    lockKey: ADVISORY_LOCK_KEY,
+    intervalMs,
+    initialDelayMs: options.initialDelayMs ?? 10_000,
+    onError: (err) => deps.logger.warn({ err }, 'retention: cycle failed; retrying next interval'),
+    work: cycle,
+  });
 }
