@@ -8,8 +8,9 @@ import { createTodoTables, type TodosTable } from './todos.table.ts';
 
 export const todosProjection: Projection = {
   name: 'todos',
-  // 3: payload_json, the payload that jsonb refuses (a NUL character).
-  version: 3,
+  // 3: payload_json, the payload that jsonb refuses (a NUL character). 4: claim_next's index in
+  // (created_at, id) order (todos.table.ts).
+  version: 4,
   tables: ['todos'],
   createTables: createTodoTables,
   handles: (e) => e.streamId.startsWith('todo-') && isOneOfTypes(TODO_EVENT_TYPES, e.type),

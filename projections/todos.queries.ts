@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import { tableExists } from './engine/tables.ts';
 import { jsonFromStored } from './pg-safe.ts';
@@ -51,21 +51,37 @@ interface CandidateFilter {
 
 /**
  * The one query of claim_next's candidates: pending todos of an endpoint's queues, oldest first,
- * strictly after a (created_at, id) cursor. `queue in (…)`: with one queue it is an equality, and
- * the index's order ends the scan at the page (`= any(array)` sorted every pending todo first).
+ * strictly after a (created_at, id) cursor. Each queue's page is the first rows of its part of
+ * todos_pending_order_idx (no sort of the backlog); several queues are merged from one such page
+ * each (a lateral page a queue, then the oldest of them), since an index scan over `queue in (…)`
+ * reads every pending todo of those queues before it can order them.
  */
 function candidatesQuery(db: Kysely<Database>, filter: CandidateFilter) {
-  let q = db
-    .selectFrom('todos')
-    .select(['id', 'created_at'])
-    .where('endpoint_id', '=', filter.endpointId)
-    .where('queue', 'in', [...filter.queues])
-    .where('state', '=', 'pending');
   const after = filter.after;
-  if (after) {
-    q = q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(after.createdAt, after.id)));
-  }
-  return q.orderBy('created_at').orderBy('id').limit(filter.limit);
+  const pending = (qb: SelectQueryBuilder<Database, 'todos', object>) => {
+    let q = qb
+      .select(['todos.id', 'todos.created_at'])
+      .where('todos.endpoint_id', '=', filter.endpointId)
+      .where('todos.state', '=', 'pending');
+    if (after) {
+      q = q.where((eb) =>
+        eb(eb.refTuple('todos.created_at', 'todos.id'), '>', eb.tuple(after.createdAt, after.id)),
+      );
+    }
+    return q.orderBy('todos.created_at').orderBy('todos.id').limit(filter.limit);
+  };
+  if (filter.queues.length === 1)
+    return pending(db.selectFrom('todos').where('todos.queue', '=', filter.queues[0]!));
+  return db
+    .selectFrom(sql<{ q: string }>`unnest(${[...filter.queues]}::text[])`.as('q'))
+    .innerJoinLateral(
+      (eb) => pending(eb.selectFrom('todos').whereRef('todos.queue', '=', 'q.q')).as('c'),
+      (join) => join.onTrue(),
+    )
+    .select(['c.id', 'c.created_at'])
+    .orderBy('c.created_at')
+    .orderBy('c.id')
+    .limit(filter.limit);
 }
 
 /**

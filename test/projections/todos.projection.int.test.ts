@@ -172,6 +172,39 @@ describe.runIf(await postgresAvailable())('todos read model: given events, then 
       });
   });
 
+  it('gives claim_next the pending todos of several queues oldest first, page after page by (created_at, id)', async () => {
+    await spec
+      .given(
+        created('td_1', 'inbox', 'operator', 1),
+        created('td_2', 'deploys', 'operator', 2),
+        created('td_3', 'alerts', 'operator', 2),
+        created('td_4', 'inbox', 'operator', 3),
+        created('td_5', 'deploys', 'operator', 4),
+        created('td_6', 'inbox', 'operator', 5),
+        created('td_7', 'other', 'operator', 0),
+        claimed('td_4', 'ls_4', 40),
+      )
+      .thenRows(async (db) => {
+        const queues = ['inbox', 'deploys', 'alerts'];
+        const pages: string[][] = [];
+        let after: { id: string; createdAt: Date } | undefined;
+        for (;;) {
+          const page = await pendingCandidates(db, { endpointId: 'ep_1', queues, after, limit: 2 });
+          pages.push(page.map((c) => c.id));
+          if (page.length < 2) break;
+          after = page[page.length - 1];
+        }
+        // td_2 and td_3 share a created_at: the id decides. td_4 is claimed, td_7 in another queue.
+        expect(pages).toEqual([['td_1', 'td_2'], ['td_3', 'td_5'], ['td_6']]);
+        const two = await pendingCandidates(db, {
+          endpointId: 'ep_1',
+          queues: ['alerts', 'inbox'],
+          limit: 10,
+        });
+        expect(two.map((c) => c.id)).toEqual(['td_1', 'td_3', 'td_6']);
+      });
+  });
+
   it('a failure that is not final returns the todo to pending', async () => {
     await spec
       .given(
