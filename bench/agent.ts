@@ -221,11 +221,14 @@ async function post(
   body: string,
   headers: Record<string, string>,
   freshId: string,
+  rate = 0,
 ): Promise<Posted> {
   const r = await autocannon({
     url,
     connections: senders,
     duration: seconds,
+    // Paced (requests a second over all senders), latencies corrected for coordinated omission.
+    ...(rate > 0 ? { overallRate: rate } : {}),
     method: 'POST',
     body,
     headers: { 'content-type': 'application/json', ...headers },
@@ -282,6 +285,7 @@ async function agentPath(
   seconds: number,
   senders: number,
   agentCount: number,
+  rate: number,
   afterRules: () => void = () => {},
   postsDone: () => Promise<void> = async () => {},
 ): Promise<AgentPath> {
@@ -302,10 +306,13 @@ async function agentPath(
     Array.from({ length: agentCount }, () => connect(mcp(ready.load), ready.load.token, ringAgents)),
   );
   await Promise.all(agents.map((a) => a.client.subscribeResource({ uri: QUEUE_URI })));
-  await agents[0]!.call('set_webhook_rules', {
+  // With no agents (--agents 0: the hand-off alone), a client of its own sets the rules.
+  const setter = agents[0] ?? (await connect(mcp(ready.load), ready.load.token, () => {}));
+  await setter.call('set_webhook_rules', {
     webhook_id: ready.load.webhookId,
     rules: FIVE_RULES.slice(FIVE_RULES.length - rules),
   });
+  if (setter !== agents[0]) await setter.client.close();
   afterRules();
 
   const ids: string[] = [];
@@ -365,14 +372,18 @@ async function agentPath(
   })();
 
   const started = performance.now();
-  const posted = await post(ingest(ready.load), seconds, senders, BODY, {}, 'webhook-id');
+  const posted = await post(ingest(ready.load), seconds, senders, BODY, {}, 'webhook-id', rate);
   await postsDone();
   probing = false;
   await probe;
   // Every acknowledged delivery is a todo (and a POST still in flight when the run ended may have
   // made one more): drain until all are claimed and nothing new has come for half a second.
   const deadline = performance.now() + 120_000;
-  while (performance.now() < deadline && (ids.length < posted.ok || performance.now() - lastClaimAt < 500)) {
+  while (
+    agentCount > 0 &&
+    performance.now() < deadline &&
+    (ids.length < posted.ok || performance.now() - lastClaimAt < 500)
+  ) {
     await sleep(50);
   }
   stopDraining = true;
@@ -405,7 +416,19 @@ async function main(): Promise<void> {
       serve: { type: 'boolean', default: false }, // a child process's role
       duration: { type: 'string', default: '10', value: 'S', describe: 'seconds of posting a phase' },
       senders: { type: 'string', default: '16', value: 'N', describe: 'concurrent senders' },
-      agents: { type: 'string', default: '4', value: 'N', describe: 'MCP SDK agents draining' },
+      rate: {
+        type: 'string',
+        default: '0',
+        value: 'R',
+        describe:
+          "the webhook's deliveries a second over all senders (0: as fast as they go; the instance receiver always is)",
+      },
+      agents: {
+        type: 'string',
+        default: '4',
+        value: 'N',
+        describe: 'MCP SDK agents draining (0: the hand-off alone, nothing claimed)',
+      },
       only: { type: 'string', default: 'postgres,embedded', value: 'LIST', describe: 'the modes run' },
       rules: { type: 'string', default: '0,5', value: 'LIST', describe: "the webhook's rule counts run" },
       'cpu-prof': { type: 'string', value: 'DIR', describe: "the server's V8 CPU profile, to DIR/<mode>" },
@@ -426,10 +449,11 @@ async function main(): Promise<void> {
   const seconds = Number(values.duration);
   const senders = Number(values.senders);
   const agentCount = Number(values.agents);
+  const rate = Number(values.rate);
   const modes = values.only.split(',').map((m) => m.trim()) as Mode[];
   const ruleCounts = values.rules.split(',').map(Number);
   console.log(
-    `payload ${Buffer.byteLength(BODY)} bytes, ${senders} senders, ${agentCount} agents, ${seconds} s per run; load average at start ${load()} (${os.cpus().length} CPUs)`,
+    `payload ${Buffer.byteLength(BODY)} bytes, ${senders} senders${rate > 0 ? ` paced to ${rate} deliveries/s` : ''}, ${agentCount} agents, ${seconds} s per run; load average at start ${load()} (${os.cpus().length} CPUs)`,
   );
   const rows: Array<Record<string, string | number>> = [];
   let exactlyOnce = true;
@@ -534,6 +558,7 @@ async function main(): Promise<void> {
             seconds,
             senders,
             agentCount,
+            rate,
             () => {
               if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
             },
@@ -563,7 +588,8 @@ async function main(): Promise<void> {
           console.log(
             `  ${mode}, ${rules} rules: agents' claim_next with a todo ${pp(r.calls.claimMs)}; empty ${pp(r.calls.emptyMs)}; complete ${pp(r.calls.completeMs)}; ${(r.notified / r.posted.ok).toFixed(2)} doorbell notifications heard by the agents a delivery`,
           );
-          const once = r.claimed >= r.posted.ok && r.unique === r.claimed;
+          // No agents (--agents 0): nothing is claimed, and there is nothing to check.
+          const once = agentCount === 0 || (r.claimed >= r.posted.ok && r.unique === r.claimed);
           exactlyOnce &&= once;
           rows.push({
             mode,
@@ -576,12 +602,15 @@ async function main(): Promise<void> {
             rings: r.doorbell.length,
             '202 to ring p50 ms': Number(percentile(r.ringAfterAck, 0.5).toFixed(1)),
             '202 to ring p99 ms': Number(percentile(r.ringAfterAck, 0.99).toFixed(1)),
-            'claimed/s': Math.round(r.claimedPerS),
+            'claimed/s': agentCount === 0 ? 'n/a' : Math.round(r.claimedPerS),
             'instance/s': Math.round(instance.rps),
             ratio: `${((r.posted.rps / instance.rps) * 100).toFixed(0)}%`,
-            'claimed once': once
-              ? `yes (${r.claimed})`
-              : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
+            'claimed once':
+              agentCount === 0
+                ? 'n/a (no agents)'
+                : once
+                  ? `yes (${r.claimed})`
+                  : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
             'non-2xx': r.posted.failed,
           });
           console.log(`  ${mode}, ${rules} rules: done (load average ${load()})`);
