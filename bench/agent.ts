@@ -23,6 +23,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -146,6 +147,19 @@ async function serve(): Promise<Ready> {
   };
   // The webhook's token is found through its read model: wait until it is there.
   await runtime.projections.waitFor(await runtime.store.headPosition(), { timeoutMs: 60_000 });
+  // The event loop's delay since the last SIGUSR2, printed and reset at each (loopDelay below).
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  process.on('SIGUSR2', () => {
+    const ms = (ns: number) => Number((ns / 1e6).toFixed(1));
+    const delay: LoopDelay = {
+      p50: ms(loop.percentile(50)),
+      p99: ms(loop.percentile(99)),
+      max: ms(loop.max),
+    };
+    process.stdout.write(`LOOP ${JSON.stringify(delay)}\n`);
+    loop.reset();
+  });
   process.once('SIGTERM', () => {
     void app
       .close()
@@ -156,6 +170,29 @@ async function serve(): Promise<Ready> {
 }
 
 // ---- parent ------------------------------------------------------------------------------
+
+/** The server's event-loop delay, ms. */
+interface LoopDelay {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** The server's event-loop delay since the previous call (the first: since it was ready). */
+function loopDelay(child: ChildProcess): Promise<LoopDelay> {
+  return new Promise((resolve) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /LOOP (\{.*\})\n/.exec(out);
+      if (!m) return;
+      child.stdout!.off('data', onData);
+      resolve(JSON.parse(m[1]!) as LoopDelay);
+    };
+    child.stdout!.on('data', onData);
+    child.kill('SIGUSR2');
+  });
+}
 
 function startChild(
   env: Record<string, string>,
@@ -552,6 +589,7 @@ async function main(): Promise<void> {
           // The CPU of the posting window too: what the rate depends on (the agents' calls made
           // meanwhile included, not the drain of the backlog after it).
           let posting: Snapshot | undefined;
+          let postingLoop: LoopDelay | undefined;
           const r = await agentPath(
             ready,
             rules,
@@ -561,9 +599,11 @@ async function main(): Promise<void> {
             rate,
             () => {
               if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
+              void loopDelay(child); // from here on
             },
             async () => {
               posting = await snapshot();
+              postingLoop = await loopDelay(child);
             },
           );
           delivered += r.posted.ok;
@@ -578,7 +618,7 @@ async function main(): Promise<void> {
               'bench CPU ms': bench,
             } = costs(before, posting, r.posted.ok);
             console.log(
-              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}`,
+              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms`,
             );
           }
           await phase(`${rules} rules (agents' claims and completions included)`);
