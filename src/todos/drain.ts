@@ -49,8 +49,19 @@ const CLAIMED_MEMORY_MS = 30_000;
 /** How many of the todos kept by this process one claim_next considers besides the read model's. */
 const KEPT_CANDIDATES = 64;
 
-/** claim_next's first page of candidates from the read model. */
-const FIRST_PAGE = 128;
+/**
+ * claim_next's first page of candidates from the read model: twice as many as the latest claims
+ * went through before they won one, within these bounds. The read model follows the claims by tens
+ * of milliseconds, so its oldest "pending" todos are mostly ones just claimed, which a claim skips
+ * from memory (measured under bench:agent, four agents at about 400 claims a second: 8 to 19
+ * candidates gone through at the median, 40 at most). A page that all of them fill is followed by
+ * pages of NEXT_PAGE.
+ */
+const FIRST_PAGE_MIN = 32;
+const FIRST_PAGE_MAX = 128;
+const NEXT_PAGE = 256;
+/** How much of the longest recent walk the next claim's page still allows for, a claim later. */
+const WALK_DECAY = 0.98;
 
 interface Candidate {
   readonly createdAt: Date;
@@ -68,6 +79,8 @@ const oldestFirst = (a: Candidate, b: Candidate): number =>
 export interface FirstPage {
   readonly endpointId: string;
   readonly queues: readonly string[];
+  /** The page's size as asked: a full page may have more after it. */
+  readonly limit: number;
   readonly candidates: readonly Candidate[];
 }
 
@@ -100,6 +113,9 @@ export function createDrain(deps: DrainDeps) {
     claimedHere.set(todoId, now + CLAIMED_MEMORY_MS);
   };
   const seenClaimed = (todoId: string) => (claimedHere.get(todoId) ?? 0) > Date.now();
+  /** Candidates the latest claims went through, the won one included (the longest, decaying). */
+  let walk = 0;
+  const firstPageSize = () => Math.min(FIRST_PAGE_MAX, Math.max(FIRST_PAGE_MIN, Math.ceil(walk * 2)));
 
   async function after(todo: LiveTodo, events: readonly DrainEvent[]): Promise<void> {
     if (endsTodo(events)) await releaseTodoKey({ store, clock }, todo);
@@ -153,12 +169,13 @@ export function createDrain(deps: DrainDeps) {
       queues: readonly string[],
       streamId: string,
     ): Promise<{ readonly revision: bigint; readonly page: FirstPage }> {
+      const limit = firstPageSize();
       const { revision, candidates } = await pendingCandidatesWithRevision(
         deps.db,
-        { endpointId, queues, limit: FIRST_PAGE },
+        { endpointId, queues, limit },
         streamId,
       );
-      return { revision, page: { endpointId, queues: [...queues], candidates } };
+      return { revision, page: { endpointId, queues: [...queues], limit, candidates } };
     },
 
     async get(caller: Caller, todoId: string): Promise<LiveTodo> {
@@ -238,11 +255,12 @@ export function createDrain(deps: DrainDeps) {
       // The first page holds the todos claimed lately that the read model still shows as pending
       // (it follows the claims by tens of milliseconds): past it, read further ahead per query.
       const ahead = command.firstPage;
-      let readAhead =
+      const usable =
         ahead && ahead.endpointId === caller.endpointId && sameQueues(ahead.queues, command.queues)
-          ? ahead.candidates
+          ? ahead
           : undefined;
-      for (let limit = FIRST_PAGE; ; limit = 256) {
+      let readAhead = usable?.candidates;
+      for (let limit = usable?.limit ?? firstPageSize(); ; limit = NEXT_PAGE) {
         const page =
           readAhead ??
           (await pendingCandidates(deps.db, {
@@ -264,7 +282,10 @@ export function createDrain(deps: DrainDeps) {
           inFlight.add(candidate.id);
           try {
             const won = await tryClaim(candidate.id);
-            if (won) return won;
+            if (won) {
+              walk = Math.max(tried.size, walk * WALK_DECAY);
+              return won;
+            }
           } finally {
             inFlight.delete(candidate.id);
           }
