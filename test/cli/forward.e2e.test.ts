@@ -7,6 +7,7 @@ import { verify as verifyCodehost } from '@octokit/webhooks-methods';
 import type { Browser } from 'playwright-core';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_REPLAY_BOUND } from '../../src/http/stream.ts';
 import { createRetentionJob } from '../../src/retention/job.ts';
 import { changeSettings } from '../../src/settings/change.ts';
 import { startServer, type TestServer } from '../auth/server.ts';
@@ -432,6 +433,73 @@ describe.runIf(hasChromium && hasPg)('hookline forward across a restart of the s
     ]);
     expect(stderr).not.toMatch(/could not replay/);
   }, 120_000);
+
+  it('after more than the replay bound came while it was away, forwards the skipped ones from the log at once, and says so', async () => {
+    const url = server!.url;
+    const resetHome = await mkdtemp(path.join(tmpdir(), 'hookline-forward-reset-'));
+    const env = { HOME: resetHome, XDG_CONFIG_HOME: path.join(resetHome, 'config'), HOOKLINE_URL: url };
+    try {
+      const login = start(['login', '--no-open'], env);
+      const loggedIn = finished(login);
+      const [authorize] = await waitForOutput(
+        login,
+        'stderr',
+        /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/,
+      );
+      await decideInChromium(browser, authorize!, 'Allow');
+      expect((await loggedIn).code).toBe(0);
+
+      const sent = [await deliver(url, 0)];
+      const missed = DEFAULT_REPLAY_BOUND + 10;
+      const during = async (run: Running) => {
+        await run.lines(1);
+        server!.kill('SIGTERM');
+        expect((await server!.exited).code).toBe(0);
+        await run.until('the lost connection', () =>
+          /connection to .* lost/.test(run.seen.stderr) ? true : undefined,
+        );
+        // Meanwhile the same service answers on another port, which the forwarder does not know:
+        // more deliveries than the stream replays after a reconnect.
+        const other = await startHookline(dir, serverEnv());
+        try {
+          await other.healthy();
+          for (let i = 1; i <= missed; i += 16) {
+            const batch = Array.from({ length: Math.min(16, missed + 1 - i) }, (_, k) =>
+              deliver(other.url, i + k),
+            );
+            sent.push(...(await Promise.all(batch)));
+          }
+        } finally {
+          other.kill('SIGTERM');
+          await other.exited;
+        }
+        server = await startHookline(dir, serverEnv(), { port });
+        await server.healthy();
+        await run.until('the forwarding from the log', () =>
+          /could not replay .* forwarding the deliveries from #\d+ from the log/.test(run.seen.stderr)
+            ? true
+            : undefined,
+        );
+        await run.lines(1 + missed);
+        // Live again behind them.
+        sent.push(await deliver(url, missed + 1));
+      };
+      const { lines, received, stderr } = await runForward(
+        env,
+        ['--from', String(sent[0])],
+        missed + 2,
+        during,
+      );
+      expect(lines.map((l) => l.id)).toEqual([...sent].sort((a, b) => a - b));
+      expect(new Set(lines.map((l) => l.id)).size).toBe(missed + 2);
+      expect(received.every((r) => r.verified)).toBe(true);
+      expect(stderr).toContain(`forwarding the deliveries from #${sent[0]! + 1} from the log`);
+      expect(stderr).toMatch(new RegExp(`forwarded ${missed} from the log that the stream did not send`));
+      expect(stderr).not.toMatch(/not shown here/);
+    } finally {
+      await rm(resetHome, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 const receivers: ReturnType<typeof startReceiver>[] = [];

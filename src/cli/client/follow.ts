@@ -22,6 +22,12 @@ export interface FollowHandlers {
    * every later one will come as an `event-received` (`hookline forward --from` replays up to here).
    */
   readonly onReady?: () => void;
+  /**
+   * The server could not replay what arrived while disconnected (a `reset`: more than its replay
+   * bound, or a position it does not know) and follows live from its head; `why` says why, in
+   * words. Without this handler a notice says that some deliveries are not shown.
+   */
+  readonly onReset?: (why: string) => void;
 }
 
 export interface Follower {
@@ -104,8 +110,10 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
     es.addEventListener('status', remember);
     es.addEventListener('reset', (message) => {
       remember(message);
+      const why = resetReason(message.data);
+      if (handlers.onReset) return handlers.onReset(why);
       handlers.notice(
-        `(the server could not replay what arrived while disconnected (${resetReason(message.data)}); following live from now, so some deliveries are not shown here: see \`GET /log\`)`,
+        `(the server could not replay what arrived while disconnected (${why}); following live from now, so some deliveries are not shown here: see \`GET /log\`)`,
       );
     });
     es.addEventListener('event-received', (message) => {

@@ -273,6 +273,27 @@ export function registerForward(program: Command): void {
             });
           },
           onDelivery: (raw) => fromStream(raw as unknown as Summary),
+          // The stream skipped what came while disconnected: those deliveries are forwarded from
+          // the log now, behind whatever is queued, instead of at the next delivery's gap check.
+          onReset: (why) =>
+            enqueue(async () => {
+              const skipped = `(the server could not replay what arrived while disconnected (${why})`;
+              if (covered === undefined) {
+                warn(
+                  `${skipped}; following live from now: what arrived meanwhile is not forwarded; \`hookline forward --from <id>\` forwards it)`,
+                );
+                return;
+              }
+              const first = covered + 1;
+              warn(`${skipped}; forwarding the deliveries from #${first} from the log)`);
+              const { items } = await listFrom(first);
+              const sent = await forwardListed(items);
+              covered = items.reduce((max, s) => Math.max(max, s.id), covered);
+              if (sent > 0)
+                warn(
+                  `(forwarded ${sent} from the log that the stream did not send: #${first} to #${covered})`,
+                );
+            }),
         });
         const stop = () => {
           stopped = true;
