@@ -366,6 +366,19 @@ describe.runIf(hasChromium && hasPg)('hookline forward across a restart of the s
     if (home) await rm(home, { recursive: true, force: true });
   });
 
+  /** `hookline login` (the real binary), its consent given in Chromium. */
+  const signIn = async (env: Record<string, string>) => {
+    const login = start(['login', '--no-open'], env);
+    const loggedIn = finished(login);
+    const [authorize] = await waitForOutput(
+      login,
+      'stderr',
+      /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/,
+    );
+    await decideInChromium(browser, authorize!, 'Allow');
+    expect((await loggedIn).code).toBe(0);
+  };
+
   const deliver = async (url: string, n: number): Promise<number> => {
     const d = signedDelivery(JSON.stringify({ n, at: Date.now() }));
     const res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
@@ -376,15 +389,7 @@ describe.runIf(hasChromium && hasPg)('hookline forward across a restart of the s
   it('resumes without a gap or a repeat', async () => {
     const url = server!.url;
     const env = { HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), HOOKLINE_URL: url };
-    const login = start(['login', '--no-open'], env);
-    const loggedIn = finished(login);
-    const [authorize] = await waitForOutput(
-      login,
-      'stderr',
-      /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/,
-    );
-    await decideInChromium(browser, authorize!, 'Allow');
-    expect((await loggedIn).code).toBe(0);
+    await signIn(env);
 
     // Three deliveries for the replay; the app is slow to answer the first, and the server stops
     // meanwhile: the replay's next read finds it gone, waits for it, and goes on.
@@ -439,15 +444,7 @@ describe.runIf(hasChromium && hasPg)('hookline forward across a restart of the s
     const resetHome = await mkdtemp(path.join(tmpdir(), 'hookline-forward-reset-'));
     const env = { HOME: resetHome, XDG_CONFIG_HOME: path.join(resetHome, 'config'), HOOKLINE_URL: url };
     try {
-      const login = start(['login', '--no-open'], env);
-      const loggedIn = finished(login);
-      const [authorize] = await waitForOutput(
-        login,
-        'stderr',
-        /http:\/\/127\.0\.0\.1:\d+\/oauth\/authorize\?\S+/,
-      );
-      await decideInChromium(browser, authorize!, 'Allow');
-      expect((await loggedIn).code).toBe(0);
+      await signIn(env);
 
       const sent = [await deliver(url, 0)];
       const missed = DEFAULT_REPLAY_BOUND + 10;

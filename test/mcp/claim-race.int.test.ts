@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createFollowUps } from '../../src/follow-up.ts';
-import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createDrain } from '../../src/todos/drain.ts';
-import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { pushTestTodos, useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
 import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -19,27 +16,7 @@ describe.runIf(hasPg)('claim_next across processes: the expected revision decide
   it('6 callers in each of 2 drains over 60 todos: every todo claimed exactly once', async () => {
     const { store, clock, db } = suite.runtime;
     const ep = await vendTestEndpoint(suite.runtime, 'racer');
-    const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: suite.runtime.logger });
-    const ids: string[] = [];
-    for (let i = 0; i < 60; i++) {
-      const pushed = await pushTodo(
-        { store, clock, recorder, followUps },
-        {
-          ref: ep.slug,
-          operator: 'alice',
-          human: 'alice',
-          title: `t${i}`,
-          queue: undefined,
-          kind: 'k',
-          payload: null,
-          key: null,
-          sourceIp: null,
-          headers: {},
-        },
-      );
-      ids.push(pushed.id);
-    }
+    const ids = await pushTestTodos(suite.runtime, ep.slug, 60);
     await suite.runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 60_000 });
 
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };

@@ -2,7 +2,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { ALL_VERBS } from '../../src/domain/endpoint/verbs.ts';
 import { vendEndpoint } from '../../src/endpoints/vend.ts';
+import { createFollowUps } from '../../src/follow-up.ts';
+import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
+import { type PushInput, pushTodo } from '../../src/todos/push.ts';
 import { createTestDatabase, type TestDatabase } from './services.ts';
 
 /**
@@ -45,4 +48,37 @@ export function vendTestEndpoint(runtime: Runtime, name: string) {
       replayTargets: [],
     },
   );
+}
+
+/** Alice pushes a todo onto her endpoint `ref` (slug or id), as the operator API would. */
+export function pushTestTodo(runtime: Runtime, ref: string, fields: Partial<PushInput> = {}) {
+  const { store, clock, logger } = runtime;
+  return pushTodo(
+    {
+      store,
+      clock,
+      recorder: createDeliveryRecorder({ store, clock }),
+      followUps: createFollowUps({ logger }),
+    },
+    {
+      ref,
+      operator: 'alice',
+      human: 'alice',
+      title: 't',
+      queue: undefined,
+      kind: 'k',
+      payload: null,
+      key: null,
+      sourceIp: null,
+      headers: {},
+      ...fields,
+    },
+  );
+}
+
+/** `count` todos pushed one after the other (titles t0, t1, …); their ids, oldest first. */
+export async function pushTestTodos(runtime: Runtime, ref: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) ids.push((await pushTestTodo(runtime, ref, { title: `t${i}` })).id);
+  return ids;
 }
