@@ -23,7 +23,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -150,13 +150,24 @@ async function serve(): Promise<Ready> {
   // The event loop's delay since the last SIGUSR2, printed and reset at each (loopDelay below).
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
+  // Garbage collection over the same window: its pauses are one cause of a long delay.
+  let gc = { ms: 0, maxMs: 0 };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.ms += e.duration;
+      gc.maxMs = Math.max(gc.maxMs, e.duration);
+    }
+  }).observe({ entryTypes: ['gc'] });
   process.on('SIGUSR2', () => {
     const ms = (ns: number) => Number((ns / 1e6).toFixed(1));
     const delay: LoopDelay = {
       p50: ms(loop.percentile(50)),
       p99: ms(loop.percentile(99)),
       max: ms(loop.max),
+      gcMs: Math.round(gc.ms),
+      gcMaxMs: Number(gc.maxMs.toFixed(1)),
     };
+    gc = { ms: 0, maxMs: 0 };
     process.stdout.write(`LOOP ${JSON.stringify(delay)}\n`);
     loop.reset();
   });
@@ -176,6 +187,9 @@ interface LoopDelay {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  /** Garbage collection over the window: its total and its longest pause, ms. */
+  readonly gcMs: number;
+  readonly gcMaxMs: number;
 }
 
 /** The server's event-loop delay since the previous call (the first: since it was ready). */
@@ -618,7 +632,7 @@ async function main(): Promise<void> {
               'bench CPU ms': bench,
             } = costs(before, posting, r.posted.ok);
             console.log(
-              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms`,
+              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms; its garbage collection ${postingLoop?.gcMs} ms, longest pause ${postingLoop?.gcMaxMs} ms`,
             );
           }
           await phase(`${rules} rules (agents' claims and completions included)`);
