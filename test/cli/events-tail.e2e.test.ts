@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEFAULT_REPLAY_BOUND } from '../../src/http/stream.ts';
 import { freePort, type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
 import { freshDataDir, removeDataDir } from '../support/embedded.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
@@ -234,4 +235,54 @@ it.runIf(hasPg)(
     expect(failed.ids()).toEqual([failure]);
     expect(codehost.ids()).toEqual([push, issues]);
   },
+);
+
+it.runIf(hasPg)(
+  'after more than the replay bound came while it was away, names the command that lists what it missed',
+  async () => {
+    if (server && server.child.exitCode === null) {
+      server.kill('SIGTERM');
+      await server.exited;
+    }
+    const port = await freePort();
+    server = await startHookline(dir, serverEnv(), { port });
+    await server.healthy();
+    const url = server.url;
+    const t = tail(['--type', 'push'], url);
+    await seen(t.err, /Following http:\S+\/events; Ctrl-C/, t.exited);
+    const last = await deliver(url, 'push');
+    await lines(t.out, 1, t.exited);
+
+    server.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+    await seen(t.err, /connection to .* lost/, t.exited);
+    // Meanwhile the same service answers on another port, which the tail does not know: more
+    // deliveries than the stream replays after a reconnect.
+    const other = await startHookline(dir, serverEnv());
+    const missed: number[] = [];
+    try {
+      await other.healthy();
+      for (let i = 0; i < DEFAULT_REPLAY_BOUND + 10; i += 16) {
+        missed.push(...(await Promise.all(Array.from({ length: 16 }, () => deliver(other.url, 'push')))));
+      }
+    } finally {
+      other.kill('SIGTERM');
+      await other.exited;
+    }
+    server = await startHookline(dir, serverEnv(), { port });
+    await server.healthy();
+    await seen(t.err, /could not replay/, t.exited);
+    expect(Math.min(...missed)).toBe(last + 1);
+    expect(t.err()).toContain(
+      `after #${last} is not shown here; \`hookline events list --since ${last + 1} --type push\` lists it)`,
+    );
+    // Live again from the head.
+    const after = await deliver(url, 'push');
+    await lines(t.out, 2, t.exited);
+    t.child.kill('SIGINT');
+    const run = await t.done;
+    expect(run.code, t.err()).toBe(0);
+    expect(t.ids()).toEqual([last, after]);
+  },
+  120_000,
 );

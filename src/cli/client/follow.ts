@@ -25,9 +25,10 @@ export interface FollowHandlers {
   /**
    * The server could not replay what arrived while disconnected (a `reset`: more than its replay
    * bound, or a position it does not know) and follows live from its head; `why` says why, in
-   * words. Without this handler a notice says that some deliveries are not shown.
+   * words, and `lastId` is the newest delivery the stream had sent (undefined: none yet). Without
+   * this handler a notice says that some deliveries are not shown.
    */
-  readonly onReset?: (why: string) => void;
+  readonly onReset?: (why: string, lastId: number | undefined) => void;
 }
 
 export interface Follower {
@@ -51,6 +52,8 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
   let opened = false;
   let readied = false;
   const seen = new Set<number>();
+  /** The newest delivery id the stream has sent. */
+  let lastId: number | undefined;
   let finish: () => void = () => {};
   const done = new Promise<void>((resolve) => {
     finish = resolve;
@@ -111,7 +114,7 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
     es.addEventListener('reset', (message) => {
       remember(message);
       const why = resetReason(message.data);
-      if (handlers.onReset) return handlers.onReset(why);
+      if (handlers.onReset) return handlers.onReset(why, lastId);
       handlers.notice(
         `(the server could not replay what arrived while disconnected (${why}); following live from now, so some deliveries are not shown here: see \`GET /log\`)`,
       );
@@ -126,6 +129,7 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
       }
       if (seen.has(delivery.id)) return;
       seen.add(delivery.id);
+      lastId = Math.max(lastId ?? delivery.id, delivery.id);
       if (seen.size > SEEN_KEPT) seen.delete(seen.values().next().value as number);
       handlers.onDelivery(delivery);
     });

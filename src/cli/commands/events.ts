@@ -179,6 +179,21 @@ export function registerEvents(program: Command): void {
       const { followEvents } = await import('../client/follow.ts');
       const follower = followEvents(api.server, {
         notice: warn,
+        // What the stream skipped is in the log: the notice names the command that lists it.
+        onReset: (why, lastId) => {
+          const filters = [
+            ...(opts.provider ? [`--provider ${opts.provider}`] : []),
+            ...(opts.type ? [`--type ${opts.type}`] : []),
+          ];
+          const list = [
+            'hookline events list',
+            ...(lastId === undefined ? [] : [`--since ${lastId + 1}`]),
+            ...filters,
+          ];
+          warn(
+            `(the server could not replay what arrived while disconnected (${why}); following live from now: what arrived meanwhile${lastId === undefined ? '' : ` after #${lastId}`} is not shown here; \`${list.join(' ')}\` lists it)`,
+          );
+        },
         onDelivery: (delivery) => {
           const e = delivery as unknown as EventSummary;
           if (opts.provider && e.provider !== opts.provider) return;
