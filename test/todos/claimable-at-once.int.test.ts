@@ -7,15 +7,13 @@ import { type EndpointFacts, factsOf } from '../../src/domain/endpoint/state.ts'
 import { todoStream } from '../../src/domain/todo/events.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
-import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
 import { createKeptTodos } from '../../src/todos/kept.ts';
-import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { pushTestTodo, useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
 import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -95,23 +93,8 @@ describe.runIf(hasPg)('claimable at once, revisions shared (PostgreSQL)', () => 
     const ep = await vend();
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
     const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: suite.runtime.logger });
     // An older todo that the read model has.
-    const older = await pushTodo(
-      { store, clock, recorder, followUps },
-      {
-        ref: ep.slug,
-        operator: 'alice',
-        human: 'alice',
-        title: 'older',
-        queue: undefined,
-        kind: 'k',
-        payload: null,
-        key: null,
-        sourceIp: null,
-        headers: {},
-      },
-    );
+    const older = await pushTestTodo(suite.runtime, ep.slug, { title: 'older' });
     await suite.runtime.projections.waitFor(await store.committedPosition(), { timeoutMs: 10_000 });
     await suite.runtime.projections.stop(); // the read model stays where it is from here on
 

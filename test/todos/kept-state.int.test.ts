@@ -9,16 +9,14 @@ import { todoDecider } from '../../src/domain/todo/decide.ts';
 import { todoStream } from '../../src/domain/todo/events.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { HooklineError } from '../../src/errors.ts';
-import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { createEndpointAuth } from '../../src/mcp/auth.ts';
 import { createDrain } from '../../src/todos/drain.ts';
 import { type HandOff, handedOffTodo, handOffAppends } from '../../src/todos/hand-off.ts';
 import { createKeptTodos } from '../../src/todos/kept.ts';
-import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { pushTestTodo, useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
 import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -56,23 +54,7 @@ describe.runIf(hasPg)('kept state is never older than the stream (PostgreSQL)', 
   it("a todo kept by one drain after its claim: another process's release wins, the kept state completes nothing", async () => {
     const { store, clock, db } = suite.runtime;
     const ep = await vend();
-    const recorder = createDeliveryRecorder({ store, clock });
-    const followUps = createFollowUps({ logger: suite.runtime.logger });
-    const pushed = await pushTodo(
-      { store, clock, recorder, followUps },
-      {
-        ref: ep.slug,
-        operator: 'alice',
-        human: 'alice',
-        title: 'one',
-        queue: undefined,
-        kind: 'k',
-        payload: null,
-        key: null,
-        sourceIp: null,
-        headers: {},
-      },
-    );
+    const pushed = await pushTestTodo(suite.runtime, ep.slug, { title: 'one' });
     const caller = { endpointId: ep.endpointId, queues: ['inbox'] };
     // Two drains stand for two processes.
     const here = createDrain({ store, clock, db });
