@@ -2,12 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { endpointSlugStream } from '../../src/domain/endpoint/events.ts';
 import { loadEndpoint, reserveSlug, resolveEndpointId } from '../../src/endpoints/resolve.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
-import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
-import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { pushTestTodo, useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
 import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -48,32 +45,13 @@ describe.runIf(hasPg)('resolveEndpointId, loadEndpoint, reserveSlug (PostgreSQL)
   });
 
   it("another operator's endpoint resolves, and every operation on it answers as for an unknown one", async () => {
-    const { store, clock, logger } = suite.runtime;
+    const { store } = suite.runtime;
     const ep = await vendTestEndpoint(suite.runtime, 'alices');
     expect(await resolveEndpointId(store, ep.slug)).toBe(ep.endpointId);
 
     const answer = (e: unknown) => [(e as { code: string }).code, (e as Error).message];
     const pushAs = (ref: string, operator: string) =>
-      pushTodo(
-        {
-          store,
-          clock,
-          recorder: createDeliveryRecorder({ store, clock }),
-          followUps: createFollowUps({ logger }),
-        },
-        {
-          ref,
-          operator,
-          human: operator,
-          title: 't',
-          queue: undefined,
-          kind: 'k',
-          payload: null,
-          key: null,
-          sourceIp: null,
-          headers: {},
-        },
-      ).catch(answer);
+      pushTestTodo(suite.runtime, ref, { operator, human: operator }).catch(answer);
     const revokeAs = (ref: string, operator: string) =>
       revokeEndpoint(deps(), { ref, operator, human: operator }).catch(answer);
     const notFound = ['not_found', 'no endpoint of yours has that slug or id'];

@@ -4,12 +4,9 @@ import { endpointStream } from '../../src/domain/endpoint/events.ts';
 import { DomainError } from '../../src/domain/errors.ts';
 import { revokeEndpoint } from '../../src/endpoints/revoke.ts';
 import { HooklineError } from '../../src/errors.ts';
-import { createFollowUps } from '../../src/follow-up.ts';
 import { newId } from '../../src/ids.ts';
-import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
-import { pushTodo } from '../../src/todos/push.ts';
 import { readStream } from '../http/api/client.ts';
-import { useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
+import { pushTestTodo, useTestRuntime, vendTestEndpoint } from '../support/runtime.ts';
 import { postgresAvailable } from '../support/services.ts';
 
 const hasPg = await postgresAvailable();
@@ -21,29 +18,7 @@ describe.runIf(hasPg)('revokeEndpoint (PostgreSQL)', () => {
   const deps = () => ({ store: suite.runtime.store, clock: suite.runtime.clock });
   const revoke = (ref: string, operator = 'alice') =>
     revokeEndpoint(deps(), { ref, operator, human: `${operator}@example.test` });
-  const push = (ref: string) => {
-    const { store, clock, logger } = suite.runtime;
-    return pushTodo(
-      {
-        store,
-        clock,
-        recorder: createDeliveryRecorder({ store, clock }),
-        followUps: createFollowUps({ logger }),
-      },
-      {
-        ref,
-        operator: 'alice',
-        human: 'alice',
-        title: 'after the revoke',
-        queue: undefined,
-        kind: 'k',
-        payload: null,
-        key: null,
-        sourceIp: null,
-        headers: {},
-      },
-    );
-  };
+  const push = (ref: string) => pushTestTodo(suite.runtime, ref, { title: 'after the revoke' });
 
   it('appends one EndpointRevoked; the state and the endpoints read model say revoked', async () => {
     const { store, db, projections } = suite.runtime;

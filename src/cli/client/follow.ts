@@ -13,8 +13,8 @@ export interface FollowHandlers {
   /** One `event-received` message's data, parsed; never the same delivery id twice. */
   readonly onDelivery: (delivery: { id: number } & Record<string, unknown>) => void;
   /**
-   * A line for the person (stderr): following, not reachable yet, lost, reconnected, or what the
-   * server could not replay.
+   * A line for the person (stderr): following, not reachable yet, lost, reconnected (a reset is
+   * onReset's to word).
    */
   readonly notice: (text: string) => void;
   /**
@@ -25,10 +25,10 @@ export interface FollowHandlers {
   /**
    * The server could not replay what arrived while disconnected (a `reset`: more than its replay
    * bound, or a position it does not know) and follows live from its head; `why` says why, in
-   * words, and `lastId` is the newest delivery the stream had sent (undefined: none yet). Without
-   * this handler a notice says that some deliveries are not shown.
+   * words, and `lastId` is the newest delivery the stream had sent (undefined: none yet). Each
+   * command says what it does about the gap (forward fills it from the log, tail names `events list`).
    */
-  readonly onReset?: (why: string, lastId: number | undefined) => void;
+  readonly onReset: (why: string, lastId: number | undefined) => void;
 }
 
 export interface Follower {
@@ -113,11 +113,7 @@ export function followEvents(server: string, handlers: FollowHandlers): Follower
     es.addEventListener('status', remember);
     es.addEventListener('reset', (message) => {
       remember(message);
-      const why = resetReason(message.data);
-      if (handlers.onReset) return handlers.onReset(why, lastId);
-      handlers.notice(
-        `(the server could not replay what arrived while disconnected (${why}); following live from now, so some deliveries are not shown here: see \`GET /log\`)`,
-      );
+      handlers.onReset(resetReason(message.data), lastId);
     });
     es.addEventListener('event-received', (message) => {
       remember(message);
