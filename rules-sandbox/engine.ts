@@ -38,8 +38,11 @@ interface Proc {
   readonly child: ChildProcess;
   ready: boolean;
   gone: boolean;
-  /** Why the host killed it, when it did. */
-  killedFor?: 'watchdog' | 'recycle' | 'start-timeout' | 'close';
+  /**
+   * Why the host killed it, when it did. `unreachable`: a request could not be written to it, which
+   * is how a process that has just died first shows (its exit event comes later).
+   */
+  killedFor?: 'watchdog' | 'recycle' | 'start-timeout' | 'close' | 'unreachable';
   fatal?: string;
   settleStart: () => void;
 }
@@ -233,7 +236,8 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
         head.attempts += 1;
         // A process that died on its own may have died before the job reached it (or of something
         // else entirely): the job gets one more try in the new process before it counts as crashed.
-        if (target.killedFor === undefined && head.attempts < 2) again.unshift(head);
+        const diedOnItsOwn = target.killedFor === undefined || target.killedFor === 'unreachable';
+        if (diedOnItsOwn && head.attempts < 2) again.unshift(head);
         else head.resolve(crashReply(head, target.killedFor === 'watchdog'));
       }
     }
@@ -282,7 +286,7 @@ export async function createRuleEngine(options: RuleEngineOptions = {}): Promise
       const message = { ...job.request, id: job.id } as HostMessage;
       try {
         target.child.send(message, (error) => {
-          if (error) kill(target, 'watchdog');
+          if (error) kill(target, 'unreachable');
         });
       } catch (error) {
         // Only a value that cannot be serialized throws here; the sandbox never saw it.

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuleEngine, type RuleEngine } from '../../rules-sandbox/index.ts';
 import { isHooklineError } from '../../src/errors.ts';
@@ -35,6 +36,21 @@ describe('sandbox process', () => {
     expect(after.processStarts).toBe(before.processStarts + 1);
     expect(after.pid).not.toBe(before.pid);
     expect(engine.health()).toBe('ok');
+  });
+
+  it('retries an evaluation written to a process that is dead before its exit is seen', async () => {
+    const engine = await engineWith({ deadlineMs: 250, cpuBudgetMs: 250 });
+    const { pid, processStarts } = await engine.stats();
+    process.kill(pid!, 'SIGKILL');
+    // Hold the event loop until the kernel has the process as a zombie, and a little past it: the
+    // engine has not seen its exit, and the request below is written to a channel that is gone
+    // (the write fails before the exit is reported; this test failed 4 of 4 when that counted as
+    // the watchdog's kill).
+    while (!readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ')) {}
+    const settled = Date.now() + 20;
+    while (Date.now() < settled) {}
+    expect(await engine.evaluate([healthyRule], delivery())).toMatchObject({ kind: 'routed', queue: 'ok' });
+    expect((await engine.stats()).processStarts).toBe(processStarts + 1);
   });
 
   it('retries an evaluation once when the process dies under it', async () => {
