@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 async function deliver(url: string, type: string): Promise<number> {
-  const d = signedDelivery(JSON.stringify({ type, at: Date.now() }));
+  const d = await signedDelivery(JSON.stringify({ type, at: Date.now() }));
   const res = await fetch(`${url}/webhooks/codehost`, {
     method: 'POST',
     headers: { ...d.headers, 'x-codehost-event': type },

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import { settled } from '../mcp/support.ts';
 import { freePort, type ServerProcess, signedDelivery, startHookline } from '../server/harness.ts';
 import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
 import { freshDataDir, removeDataDir } from '../support/embedded.ts';
+import { codehostSignature } from '../support/senders.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 import { finished, start, waitForOutput } from './cli.ts';
 
@@ -190,7 +190,7 @@ describe.runIf(hasChromium)('hookline forward', () => {
         'content-type': 'application/json; charset=utf-8',
         'x-codehost-event': event,
         'x-codehost-delivery': delivery,
-        'x-hub-signature-256': `sha256=${createHmac('sha256', CODEHOST_SECRET).update(body).digest('hex')}`,
+        'x-hub-signature-256': await codehostSignature(CODEHOST_SECRET, body),
       },
       body,
     });
@@ -380,7 +380,7 @@ describe.runIf(hasChromium && hasPg)('hookline forward across a restart of the s
   };
 
   const deliver = async (url: string, n: number): Promise<number> => {
-    const d = signedDelivery(JSON.stringify({ n, at: Date.now() }));
+    const d = await signedDelivery(JSON.stringify({ n, at: Date.now() }));
     const res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
     expect(res.status).toBe(202);
     return ((await res.json()) as { id: number }).id;

@@ -144,7 +144,7 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
       method: 'POST',
       url: '/webhooks/codehost',
       payload: body,
-      headers: codehostHeaders(body),
+      headers: await codehostHeaders(body),
     });
     expect(refused.statusCode).toBe(403);
     expect(refused.json()).toMatchObject({ code: 'provider_disabled' });
@@ -153,7 +153,7 @@ describe('generic receivers (spec 4.2) and the provider routes', () => {
       method: 'POST',
       url: '/webhooks/codehost',
       payload: body,
-      headers: codehostHeaders(body),
+      headers: await codehostHeaders(body),
     });
     expect(ok.statusCode).toBe(202);
     const unknown = await setEnabled('generic:ghost', true);

@@ -9,6 +9,7 @@ import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { embeddedTarget } from '../support/embedded.ts';
+import { codehostSignature } from '../support/senders.ts';
 
 export const SECRETS = {
   codehost: 'codehost-secret',
@@ -86,9 +87,10 @@ export const hex = (secret: string, ...parts: (string | Uint8Array)[]) => {
   return mac.digest('hex');
 };
 
-export const codehostHeaders = (body: string | Uint8Array, extra: Record<string, string> = {}) => ({
+/** Headers of a signed codehost delivery, signed as GitHub's code signs (test/support/senders.ts). */
+export const codehostHeaders = async (body: string | Uint8Array, extra: Record<string, string> = {}) => ({
   'content-type': 'application/json',
-  'x-hub-signature-256': `sha256=${hex(SECRETS.codehost, body)}`,
+  'x-hub-signature-256': await codehostSignature(SECRETS.codehost, body),
   'x-github-event': 'push',
   ...extra,
 });

@@ -52,7 +52,7 @@ describe.runIf(hasPg)('ingestion while PostgreSQL hangs', () => {
 
   const send = async (body: string, delivery?: string) => {
     const started = Date.now();
-    const headers = codehostHeaders(body, delivery ? { 'x-github-delivery': delivery } : {});
+    const headers = await codehostHeaders(body, delivery ? { 'x-github-delivery': delivery } : {});
     const res = await fetch(`${base}/webhooks/codehost`, { method: 'POST', body, headers });
     return { res, ms: Date.now() - started };
   };

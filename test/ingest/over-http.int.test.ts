@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryDetail } from '../../src/deliveries/read.ts';
+import { codehostSignature } from '../support/senders.ts';
 import { chatHeaders, codehostHeaders, type Hookline, hex, SECRETS, startHookline } from './harness.ts';
 
 /**
@@ -79,7 +80,7 @@ describe('ingestion check order over HTTP (design.md)', () => {
   it('a disabled provider with an oversized body: 413 (the size comes before the switch)', async () => {
     await setEnabled('codehost', false);
     try {
-      const res = await post('/webhooks/codehost', oversized, codehostHeaders(oversized));
+      const res = await post('/webhooks/codehost', oversized, await codehostHeaders(oversized));
       expect(res.status).toBe(413);
       expect(res.type).toMatch(/^application\/problem\+json/);
       expect(res.json()).toMatchObject({ status: 413, code: 'payload_too_large' });
@@ -90,7 +91,7 @@ describe('ingestion check order over HTTP (design.md)', () => {
 
   it('an unknown provider with an oversized body: 404 (the provider comes before the size)', async () => {
     for (const path of ['/webhooks/github', '/webhooks/generic/ghost', '/webhooks/generic/ghost/tok']) {
-      const res = await post(path, oversized, codehostHeaders(oversized));
+      const res = await post(path, oversized, await codehostHeaders(oversized));
       expect(res.status, path).toBe(404);
       expect(res.type).toMatch(/^application\/problem\+json/);
     }
@@ -112,7 +113,7 @@ describe("the real providers' header names over HTTP", () => {
       const id = randomUUID();
       const headers = {
         'Content-Type': 'application/json',
-        'X-Hub-Signature-256': `sha256=${hex(SECRETS.codehost, body)}`,
+        'X-Hub-Signature-256': await codehostSignature(SECRETS.codehost, body),
         [event]: 'pull_request',
         [delivery]: id,
       };
@@ -174,7 +175,7 @@ describe("the real providers' header names over HTTP", () => {
 describe('redeliveries over HTTP, embedded', () => {
   it('stores 20 simultaneous copies of one delivery once, answering all 202 with the original id', async () => {
     const body = JSON.stringify({ storm: 'embedded' });
-    const headers = codehostHeaders(body, { 'x-github-delivery': randomUUID() });
+    const headers = await codehostHeaders(body, { 'x-github-delivery': randomUUID() });
     const before = await h.deliveries();
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>

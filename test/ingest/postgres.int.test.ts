@@ -37,7 +37,7 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
 
   it('accepts a signed delivery over a real port', async () => {
     const body = JSON.stringify({ over: 'tcp' });
-    const res = await send(body, codehostHeaders(body));
+    const res = await send(body, await codehostHeaders(body));
     expect(res.status).toBe(202);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await res.json()).toMatchObject({ provider: 'codehost', verified: true });
@@ -45,7 +45,7 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
 
   it('stores 20 simultaneous copies of one external id once, answering all with the same id', async () => {
     const body = JSON.stringify({ storm: true });
-    const headers = codehostHeaders(body, { 'x-github-delivery': randomUUID() });
+    const headers = await codehostHeaders(body, { 'x-github-delivery': randomUUID() });
     const before = await h.deliveries();
     const answers = await Promise.all(Array.from({ length: 20 }, () => send(body, headers)));
     expect(answers.map((r) => r.status)).toEqual(Array(20).fill(202));
@@ -95,9 +95,9 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
     );
     const body = JSON.stringify({ orphaned: true });
     const before = await h.deliveries();
-    const first = await send(body, codehostHeaders(body, { 'x-github-delivery': delivery }));
+    const first = await send(body, await codehostHeaders(body, { 'x-github-delivery': delivery }));
     expect(first.status).toBe(202);
-    const again = await send(body, codehostHeaders(body, { 'x-github-delivery': delivery }));
+    const again = await send(body, await codehostHeaders(body, { 'x-github-delivery': delivery }));
     expect((await again.json()).id).toBe((await first.json()).id);
     expect(await h.deliveries()).toBe(before + 1);
     const events = [];
@@ -118,11 +118,11 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
       );
       // The provider cache may still hold codehost; either way nothing may be acknowledged.
       for (let i = 0; i < 3; i++) {
-        const res = await send(body, codehostHeaders(body, { 'x-github-delivery': randomUUID() }));
+        const res = await send(body, await codehostHeaders(body, { 'x-github-delivery': randomUUID() }));
         expect(res.status).toBe(503);
         expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
         expect(await res.json()).toMatchObject({ status: 503 });
-        const plain = await send(body, codehostHeaders(body));
+        const plain = await send(body, await codehostHeaders(body));
         expect(plain.status).toBe(503);
       }
     } finally {
@@ -131,7 +131,7 @@ describe.runIf(hasPg)('ingestion on PostgreSQL', () => {
     }
     let res: Response | undefined;
     for (let i = 0; i < 50; i++) {
-      res = await send(body, codehostHeaders(body, { 'x-github-delivery': randomUUID() }));
+      res = await send(body, await codehostHeaders(body, { 'x-github-delivery': randomUUID() }));
       if (res.status === 202) break;
       expect(res.status).toBe(503);
       await new Promise((r) => setTimeout(r, 200));

@@ -25,7 +25,7 @@ describe('signed receivers (spec 4.1)', () => {
     const res = await post(
       '/webhooks/codehost',
       body,
-      codehostHeaders(body, { 'x-github-delivery': randomUUID() }),
+      await codehostHeaders(body, { 'x-github-delivery': randomUUID() }),
     );
     expect(res.statusCode).toBe(202);
     const ack = res.json();
@@ -139,16 +139,16 @@ describe('signed receivers (spec 4.1)', () => {
 
   it('400 for a body that is not the declared type or a type other than JSON and form, after the signature', async () => {
     const notJson = '{"broken":';
-    expect((await post('/webhooks/codehost', notJson, codehostHeaders(notJson))).statusCode).toBe(400);
+    expect((await post('/webhooks/codehost', notJson, await codehostHeaders(notJson))).statusCode).toBe(400);
     const text = 'hello';
     const res = await post('/webhooks/codehost', text, {
-      ...codehostHeaders(text),
+      ...(await codehostHeaders(text)),
       'content-type': 'text/plain',
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'unsupported_content_type' });
     const weird = await post('/webhooks/codehost', text, {
-      ...codehostHeaders(text),
+      ...(await codehostHeaders(text)),
       'content-type': 'not a type',
     });
     expect(weird.statusCode).toBe(400);
@@ -162,13 +162,13 @@ describe('signed receivers (spec 4.1)', () => {
     const first = await post(
       '/webhooks/codehost',
       body,
-      codehostHeaders(body, { 'x-github-delivery': delivery }),
+      await codehostHeaders(body, { 'x-github-delivery': delivery }),
     );
     const before = await h.deliveries();
     const second = await post(
       '/webhooks/codehost',
       body,
-      codehostHeaders(body, { 'x-github-delivery': delivery }),
+      await codehostHeaders(body, { 'x-github-delivery': delivery }),
     );
     expect(first.statusCode).toBe(202);
     expect(second.statusCode).toBe(202);
@@ -179,7 +179,7 @@ describe('signed receivers (spec 4.1)', () => {
   it('preserves a non-UTF-8 form body byte for byte', async () => {
     const bytes = Buffer.from([0x61, 0x3d, 0xff, 0xfe, 0x00, 0x80, 0x26, 0x62, 0x3d, 0xc3, 0x28]);
     const res = await post('/webhooks/codehost', bytes, {
-      ...codehostHeaders(bytes),
+      ...(await codehostHeaders(bytes)),
       'content-type': 'application/x-www-form-urlencoded',
     });
     expect(res.statusCode).toBe(202);

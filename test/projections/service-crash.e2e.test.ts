@@ -38,7 +38,7 @@ function driveLoad(url: string) {
   const sender = async (k: number) => {
     for (let n = 0; !stopped; n++) {
       const body = JSON.stringify({ sender: k, n, note: 'crash under load', pad: 'x'.repeat(200 + n) });
-      const d = signedDelivery(body);
+      const d = await signedDelivery(body);
       let res: Response;
       try {
         res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
@@ -284,7 +284,7 @@ function burst(url: string, total: number, onAck: (count: number) => void) {
   const sender = async (k: number) => {
     for (let n = k; n < total && !gone; n += senders) {
       const body = JSON.stringify({ burst: n, note: 'kill -9 mid-burst', pad: 'y'.repeat(100 + (n % 500)) });
-      const d = signedDelivery(body);
+      const d = await signedDelivery(body);
       for (let attempt = 0; !gone; attempt++) {
         let res: Response;
         try {

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +11,7 @@ import { finished, hookline, start, waitForOutput } from '../cli/cli.ts';
 import { vendWithTargets } from '../mcp/rules-support.ts';
 import { connectAgent, settled } from '../mcp/support.ts';
 import { chromiumAvailable, decideInChromium, launchChromium } from '../support/chromium.ts';
+import { codehostSignature } from '../support/senders.ts';
 import { type TestServer as HttpsServer, makeCert, startServer as startHttps } from './servers.ts';
 
 /**
@@ -66,7 +66,7 @@ describe.runIf(hasChromium)('replay by hand: CLI, detail page, MCP, one record',
         'content-type': 'application/json; charset=utf-8',
         'x-codehost-event': 'push',
         'x-codehost-delivery': 'dlv-replay-by-hand',
-        'x-hub-signature-256': `sha256=${createHmac('sha256', CODEHOST_SECRET).update(body).digest('hex')}`,
+        'x-hub-signature-256': await codehostSignature(CODEHOST_SECRET, body),
       },
       body,
     });

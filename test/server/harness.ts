@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { openEmbedded } from '../../src/db/open.ts';
 import type { RecordedEvent } from '../../src/eventstore/port.ts';
 import { StreamNotFoundError } from '../../src/eventstore/port.ts';
 import { createSqlEventStore } from '../../src/eventstore/sql/store.ts';
+import { codehostSignature } from '../support/senders.ts';
 
 /**
  * Runs the real `hookline` binary the way `npm start` does (node bin/hookline.mjs serve), on a free
@@ -102,9 +103,11 @@ export async function startHookline(
   };
 }
 
-/** A signed codehost delivery (spec 4.1, 5): body and headers. */
-export function signedDelivery(body: string): { body: string; headers: Record<string, string> } {
-  const signature = `sha256=${createHmac('sha256', CODEHOST_SECRET).update(body).digest('hex')}`;
+/** A signed codehost delivery (spec 4.1, 5): body and headers, signed as GitHub's code signs. */
+export async function signedDelivery(
+  body: string,
+): Promise<{ body: string; headers: Record<string, string> }> {
+  const signature = await codehostSignature(CODEHOST_SECRET, body);
   return {
     body,
     headers: {
@@ -120,7 +123,7 @@ export async function postDelivery(
   url: string,
   body: string,
 ): Promise<{ status: number; ack: { id: number } }> {
-  const d = signedDelivery(body);
+  const d = await signedDelivery(body);
   const res = await fetch(`${url}/webhooks/codehost`, { method: 'POST', headers: d.headers, body: d.body });
   return { status: res.status, ack: (await res.json()) as { id: number } };
 }

@@ -189,7 +189,7 @@ describe('problem documents for every error', () => {
 describe('a request during shutdown', () => {
   it('gets a 503 problem with Connection: close while the one in flight completes', async () => {
     const server = await start();
-    const delivery = signedDelivery(JSON.stringify({ note: 'in flight while closing' }));
+    const delivery = await signedDelivery(JSON.stringify({ note: 'in flight while closing' }));
     const body = Buffer.from(delivery.body);
 
     // One kept-alive connection: the first request is taken on (100 Continue) but its body is

@@ -60,7 +60,7 @@ describe('graceful shutdown', () => {
     await server.healthy();
 
     const payload = JSON.stringify({ note: 'in flight during SIGTERM', pad: 'x'.repeat(2000) });
-    const { headers } = signedDelivery(payload);
+    const { headers } = await signedDelivery(payload);
     const bytes = Buffer.from(payload);
     const half = Math.floor(bytes.length / 2);
 

@@ -1,9 +1,9 @@
-import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codehostSignature } from '../../support/senders.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
 import {
   CODEHOST_SECRET,
@@ -245,7 +245,7 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
         text += d;
       });
       const body = JSON.stringify({ pipelined: true });
-      const signature = `sha256=${createHmac('sha256', CODEHOST_SECRET).update(body).digest('hex')}`;
+      const signature = await codehostSignature(CODEHOST_SECRET, body);
       socket.write(
         'POST /webhooks/codehost HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n' +
           `x-hub-signature-256: ${signature}\r\nx-codehost-event: push\r\ncontent-length: ${body.length}\r\n\r\n${body}` +

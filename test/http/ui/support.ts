@@ -1,10 +1,10 @@
-import { createHmac } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { type BuildAppOptions, buildApp } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { createRuntime, type Runtime } from '../../../src/runtime.ts';
 import { embeddedTarget } from '../../support/embedded.ts';
+import { codehostSignature } from '../../support/senders.ts';
 
 export const CODEHOST_SECRET = 'ui-test-codehost-secret';
 
@@ -59,7 +59,7 @@ export async function sendCodehost(
   options: { event?: string; headers?: Record<string, string> } = {},
 ): Promise<{ id: number; received_at: string }> {
   const raw = typeof body === 'string' ? body : JSON.stringify(body);
-  const signature = `sha256=${createHmac('sha256', CODEHOST_SECRET).update(raw).digest('hex')}`;
+  const signature = await codehostSignature(CODEHOST_SECRET, raw);
   const res = await fetch(`${url}/webhooks/codehost`, {
     method: 'POST',
     headers: {
