@@ -59,6 +59,23 @@ function sandboxCpuSeconds(serverPid: number): number {
   return total;
 }
 
+/**
+ * The server's main thread (its event loop) as the scheduler saw it: nanoseconds on a core, and
+ * runnable but waiting for one (/proc/<pid>/task/<pid>/schedstat). The wait is the share of a
+ * loop delay that is the machine's, not the server's own work.
+ */
+function mainThreadSched(
+  pid: number | undefined,
+): { readonly runNs: number; readonly waitNs: number } | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return Number.isFinite(run) && Number.isFinite(wait) ? { runNs: run!, waitNs: wait! } : undefined;
+  } catch {
+    return undefined; // not Linux, or the kernel keeps no scheduler statistics
+  }
+}
+
 const SECRET = 'bench-codehost-secret';
 const SELF = fileURLToPath(import.meta.url);
 const QUEUE_URI = 'hookline://queues/inbox';
@@ -604,6 +621,8 @@ async function main(): Promise<void> {
           // meanwhile included, not the drain of the backlog after it).
           let posting: Snapshot | undefined;
           let postingLoop: LoopDelay | undefined;
+          let schedFrom: { at: number; sched: ReturnType<typeof mainThreadSched> } | undefined;
+          let schedShare = '';
           const r = await agentPath(
             ready,
             rules,
@@ -614,8 +633,15 @@ async function main(): Promise<void> {
             () => {
               if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
               void loopDelay(child); // from here on
+              schedFrom = { at: performance.now(), sched: mainThreadSched(child.pid) };
             },
             async () => {
+              const sched = mainThreadSched(child.pid);
+              if (schedFrom?.sched && sched) {
+                const windowNs = (performance.now() - schedFrom.at) * 1e6;
+                const pct = (ns: number) => `${((100 * ns) / windowNs).toFixed(0)}%`;
+                schedShare = `; its main thread on a core ${pct(sched.runNs - schedFrom.sched.runNs)} of the window, waiting for one ${pct(sched.waitNs - schedFrom.sched.waitNs)}`;
+              }
               posting = await snapshot();
               postingLoop = await loopDelay(child);
             },
@@ -632,7 +658,7 @@ async function main(): Promise<void> {
               'bench CPU ms': bench,
             } = costs(before, posting, r.posted.ok);
             console.log(
-              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms; its garbage collection ${postingLoop?.gcMs} ms, longest pause ${postingLoop?.gcMaxMs} ms`,
+              `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms; its garbage collection ${postingLoop?.gcMs} ms, longest pause ${postingLoop?.gcMaxMs} ms${schedShare}`,
             );
           }
           await phase(`${rules} rules (agents' claims and completions included)`);
