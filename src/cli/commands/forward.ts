@@ -232,13 +232,17 @@ export function registerForward(program: Command): void {
          */
         let covered: number | undefined = opts.from === undefined ? undefined : opts.from - 1;
 
+        /** Says what a gap's fill forwarded, when it forwarded any. */
+        const filled = (sent: number, first: number, last: number) => {
+          if (sent > 0)
+            warn(`(forwarded ${sent} from the log that the stream did not send: #${first} to #${last})`);
+        };
+
         /** The deliveries first..last this operator may read, from the log once it holds `last`. */
         const fill = async (first: number, last: number): Promise<void> => {
           // The detail read waits (bounded) for the log read model to pass `last`, whoever's it is.
           await fetchDelivery(last);
-          const sent = await forwardListed((await listFrom(first)).items, last);
-          if (sent > 0)
-            warn(`(forwarded ${sent} from the log that the stream did not send: #${first} to #${last})`);
+          filled(await forwardListed((await listFrom(first)).items, last), first, last);
         };
 
         const fromStream = (s: Summary) =>
@@ -289,10 +293,7 @@ export function registerForward(program: Command): void {
               const { items } = await listFrom(first);
               const sent = await forwardListed(items);
               covered = items.reduce((max, s) => Math.max(max, s.id), covered);
-              if (sent > 0)
-                warn(
-                  `(forwarded ${sent} from the log that the stream did not send: #${first} to #${covered})`,
-                );
+              filled(sent, first, covered);
             }),
         });
         const stop = () => {
