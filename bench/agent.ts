@@ -33,6 +33,7 @@ import pg from 'pg';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
 import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts';
+import { peakRssMb } from './memory.ts';
 import { prose } from './payload.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
@@ -692,6 +693,9 @@ async function main(): Promise<void> {
                   ? `yes (${r.claimed})`
                   : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
             'non-2xx': r.posted.failed,
+            // The server's peak so far: this phase and every one before it in this mode.
+            'server peak MB':
+              child.pid === undefined ? 'n/a' : Math.round(peakRssMb(child.pid) ?? Number.NaN),
           });
           console.log(`  ${mode}, ${rules} rules: done (load average ${load()})`);
         }
