@@ -29,6 +29,7 @@ import { createIngestion } from './ingest/index.ts';
 import type { LiveHubOptions } from './live/hub.ts';
 import { createLive, livePlugin } from './live/index.ts';
 import { createMcp } from './mcp/index.ts';
+import type { SessionRegistry } from './mcp/sessions.ts';
 import { retentionPlugin } from './retention/plugin.ts';
 import { createWebhookRouter } from './rules/router.ts';
 import type { Runtime } from './runtime.ts';
@@ -45,6 +46,8 @@ export interface BuildAppOptions {
   readonly onRoute?: (route: RouteOptions) => void;
   /** Tests: how often the friend-request expiry sweep runs (default once a minute). */
   readonly friendExpiry?: FriendExpiryOptions;
+  /** Tests: sees the MCP session registry (what a session's transport keeps is checked). */
+  readonly onMcpSessions?: (sessions: SessionRegistry) => void;
 }
 
 /**
@@ -141,6 +144,7 @@ export async function buildApp(runtime: Runtime, options: BuildAppOptions = {}):
     keptTodos,
   });
   await app.register(mcp.routes); // /mcp/<slug> (Streamable HTTP)
+  options.onMcpSessions?.(mcp.sessions);
   const receiver = createEndpointWebhookReceiver({
     store: runtime.store,
     clock: runtime.clock,

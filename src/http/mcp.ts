@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import type { EndpointFacts } from '../domain/endpoint/state.ts';
 import { HooklineError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { releaseAnsweredStreams } from '../mcp/answered-streams.ts';
 import type { EndpointAuth } from '../mcp/auth.ts';
 import type { SessionRegistry } from '../mcp/sessions.ts';
 
@@ -108,6 +109,8 @@ export function createMcpRoutes(deps: McpRoutesDeps) {
     reply.hijack();
     try {
       await transport.handleRequest(request.raw, reply.raw, request.body);
+      // The SDK keeps each JSON answer's stream entry (answered-streams.ts): dropped here.
+      if (request.method === 'POST') releaseAnsweredStreams(transport);
     } catch (err) {
       logger.error({ err }, 'mcp: request failed');
       if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' });
