@@ -97,7 +97,23 @@ function summarize(dir: string): { stages: Map<string, number>; deliveries: numb
   return { stages, deliveries };
 }
 
-for (const dir of process.argv.slice(2)) {
+const USAGE = `Usage: node bench/profile-summary.ts DIR [DIR ...]
+
+Sums the V8 CPU profiles a benchmark's --cpu-prof left in each DIR (one server's: DIR/postgres-round1
+from bench:ingest, DIR/postgres from bench:agent) into CPU microseconds a delivery by stage, from
+the .cpuprofile files and the deliveries file beside them. bench/README.md tells how to read it.
+`;
+const dirs = process.argv.slice(2);
+if (dirs.includes('--help') || dirs.includes('-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+if (dirs.length === 0 || dirs.some((d) => d.startsWith('-'))) {
+  process.stderr.write(USAGE);
+  process.exit(2);
+}
+
+for (const dir of dirs) {
   const { stages, deliveries } = summarize(dir);
   const total = [...stages.values()].reduce((a, b) => a + b, 0);
   console.log(`${dir}: ${deliveries} deliveries, ${(total / 1e6).toFixed(2)} s CPU sampled (idle left out)`);
