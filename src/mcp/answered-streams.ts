@@ -5,7 +5,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
  * in JSON (`enableJsonResponse`): its `send` resolves the POST's response but never runs that
  * stream's `cleanup`, so the entry, and with it the request's `authInfo` (claim_next's read-ahead
  * page, the endpoint's facts), stays in the transport's `_streamMapping` until the session closes.
- * An agent that stays connected grew the server by about 40 KB a claimed todo (bench:agent: a
+ * An agent that stays connected grew the server by 30 to 40 KB of RSS a claimed todo (bench:agent: a
  * peak of 0.8 to 1 GB after 15,000 todos). Upstream: modelcontextprotocol/typescript-sdk#2559
  * (fixed on its main branch, not on v1).
  *
@@ -13,7 +13,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
  * cleanup would have done: it drops the JSON-mode entries that no request in flight points to.
  * (While a POST waits for its answers, its request ids map to its entry; the SDK removes them
  * once every answer is in, in the same turn as it resolves the response.) It reads the SDK's
- * private fields, and does nothing when they are not there; test/mcp/answered-streams.int.test.ts
+ * private fields, and does nothing when they are not there; test/mcp/answered-streams.e2e.test.ts
  * fails if the entries grow again with a newer SDK. Remove it once the SDK releases the fix.
  */
 interface StreamMappingInternals {
