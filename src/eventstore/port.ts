@@ -71,6 +71,15 @@ export interface RecordedEvent {
   readonly uniqueKey?: string | null;
 }
 
+/** An event this store appended, as `onAppended` tells of it. */
+export interface AppendedEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly data: Uint8Array;
+}
+
+export type AppendedListener = (streamId: string, events: readonly AppendedEvent[]) => void;
+
 export interface AppendOptions {
   readonly expectedRevision?: ExpectedRevision;
 }
@@ -143,6 +152,15 @@ export interface EventStore {
    * Only here may an event carry a stamp (EventData.stamp).
    */
   appendAtomic?(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+
+  /**
+   * Optional: tells `listener` of each append this store made, once it has committed and before
+   * the appender hears of it (so before any `$all` reader can see it), with the events' ids, types
+   * and bytes as stored. Returns the function that stops it. The SQL adapters have it; it serves
+   * what this very process must act on at once (the MCP doorbell), never the read models, which
+   * follow `$all`. A listener must not throw and must not block.
+   */
+  onAppended?(listener: AppendedListener): () => void;
 
   /** Throws StreamNotFoundError when the stream does not exist (or is wholly truncated away). */
   readStream(streamId: string, options?: ReadStreamOptions): AsyncIterable<RecordedEvent>;

@@ -1,24 +1,40 @@
 import type { Observable, Subscription } from 'rxjs';
-import { decodeEvent } from '../domain/events.ts';
-import type { RecordedEvent } from '../eventstore/port.ts';
+import { doorbellStream } from '../domain/endpoint/events.ts';
+import { decodeEvent, type StoredEvent } from '../domain/events.ts';
+import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Logger } from '../logger.ts';
 import { ALL_QUEUES_URI, queueUri } from './queues.ts';
 import type { McpSession, SessionRegistry } from './sessions.ts';
 
+/** The streams rings are appended to: `doorbell-<endpoint id>`. */
+const DOORBELL_PREFIX = doorbellStream('');
+
+/** Rings heard from one source and awaited from the other, at most this many (the oldest go). */
+const RECENT_RINGS = 8192;
+
 /**
- * The doorbell (docs/reference/mcp-tools.md): every `DoorbellRung` on the shared `$all` subscription
- * (a push, a webhook delivery, a release, an expired lease) becomes
+ * The doorbell (docs/reference/mcp-tools.md): every `DoorbellRung` becomes
  * `notifications/resources/updated` for `hookline://queues/<queue>` on each session of that
  * endpoint in this process that subscribed to it (or to `hookline://queues`, every queue). Rings within one event-loop turn are
  * coalesced: one notification per session and queue.
+ *
+ * A ring comes from two places. This process's own appends ring the moment they commit (the
+ * store's `onAppended`, where the store has it: issue 23, "a doorbell without a poll in its
+ * path"), before the shared `$all` subscription has read them; every ring, this process's and
+ * other processes' (a push through another instance, the expiry job elsewhere), also arrives on
+ * that subscription. Each ring is told once: its event id is remembered from the first source
+ * until the second brings it (or, bounded, until it is among the oldest RECENT_RINGS).
  */
 export function startDoorbell(deps: {
   readonly doorbells$: Observable<RecordedEvent>;
+  readonly store?: Pick<EventStore, 'onAppended'>;
   readonly sessions: SessionRegistry;
   readonly logger: Logger;
 }): Subscription {
   const due = new Map<McpSession, Set<string>>();
   let scheduled = false;
+  /** Event ids rung from one source, not yet seen from the other. */
+  const once = new Set<string>();
 
   const flush = () => {
     scheduled = false;
@@ -33,10 +49,13 @@ export function startDoorbell(deps: {
     }
   };
 
-  return deps.doorbells$.subscribe((e) => {
+  const ring = (stored: StoredEvent & { readonly id: string }) => {
+    if (once.delete(stored.id)) return; // the other source told of it already
+    once.add(stored.id);
+    if (once.size > RECENT_RINGS) once.delete(once.values().next().value!);
     let event: ReturnType<typeof decodeEvent>;
     try {
-      event = decodeEvent(e);
+      event = decodeEvent(stored);
     } catch (err) {
       deps.logger.warn({ err }, 'mcp: a doorbell event could not be read');
       return;
@@ -57,5 +76,13 @@ export function startDoorbell(deps: {
       scheduled = true;
       setImmediate(flush);
     }
+  };
+
+  const subscription = deps.doorbells$.subscribe(ring);
+  const stopLocal = deps.store?.onAppended?.((streamId, events) => {
+    if (!streamId.startsWith(DOORBELL_PREFIX)) return;
+    for (const e of events) if (e.type === 'DoorbellRung') ring({ ...e, streamId });
   });
+  if (stopLocal) subscription.add(stopLocal);
+  return subscription;
 }

@@ -60,7 +60,7 @@ export function createMcp(
   };
   const sessions = createSessionRegistry();
 
-  const doorbell = startDoorbell({ doorbells$: live.doorbells$, sessions, logger });
+  const doorbell = startDoorbell({ doorbells$: live.doorbells$, store, sessions, logger });
   const expiry = startLeaseExpiry({
     db,
     clock,

@@ -192,6 +192,89 @@ export function registerConcurrencyCases(target: ConformanceTarget, ctx: SuiteCo
     ).rejects.toThrow(/does not write/);
   });
 
+  it('onAppended tells each committed append once, before its appender hears of it, with its bytes as stored; a refused one tells nothing', async (test) => {
+    const { store } = ctx;
+    if (!store.onAppended || !store.appendAtomic) {
+      // The EventStoreDB adapter leaves it out (port.ts): its callers follow $all.
+      expect(target.kind).toBe('eventstoredb');
+      test.skip();
+      return;
+    }
+    const log = uniqueStream('told-log');
+    const todos = Array.from({ length: 4 }, () => uniqueStream('told-todo'));
+    const mine = new Set([log, ...todos]);
+    const told: { streamId: string; id: string; type: string; data: Uint8Array }[] = [];
+    const stop = store.onAppended((streamId, events) => {
+      if (!mine.has(streamId)) return; // other tests' appends on the shared store
+      for (const e of events) told.push({ streamId, ...e });
+    });
+    /** Streams told of when their appender heard of its commit. */
+    const toldFirst: boolean[] = [];
+    try {
+      await store.append(log, [jsonEvent('Delivered', { n: 0 })]);
+      // Issued in one tick: one group commit, each todo stamped with its log event's revision + 1.
+      await Promise.all(
+        todos.map(async (todo, i) => {
+          await store.appendAtomic!([
+            { streamId: log, events: [jsonEvent('Delivered', { n: i + 1 })] },
+            {
+              streamId: todo,
+              events: [
+                stampedEvent({ type: 'Created', data: { event_id: 0, i } }, 'event_id', {
+                  streamId: log,
+                  add: 1,
+                }),
+              ],
+              options: { expectedRevision: 'no_stream' },
+            },
+          ]);
+          toldFirst[i] = told.some((t) => t.streamId === todo);
+        }),
+      );
+      // Refused (the todo exists): nothing is told.
+      await expect(
+        store.appendAtomic([
+          { streamId: log, events: [jsonEvent('Delivered', { n: 99 })] },
+          {
+            streamId: todos[0]!,
+            events: [jsonEvent('Created', { i: 99 })],
+            options: { expectedRevision: 'no_stream' },
+          },
+        ]),
+      ).rejects.toThrow(WrongExpectedVersionError);
+
+      // Each append was told before its appender heard of its commit.
+      expect(toldFirst).toEqual(todos.map(() => true));
+      const stored = [
+        ...(await toArray(store.readStream(log))),
+        ...(await Promise.all(todos.map(async (t) => (await toArray(store.readStream(t)))[0]!))),
+      ];
+      expect(stored).toHaveLength(9);
+      const key = (e: { streamId: string; id: string }) => `${e.streamId} ${e.id}`;
+      expect(told.map(key).sort()).toEqual(stored.map(key).sort());
+      for (const e of stored) {
+        const t = told.find((x) => x.id === e.id)!;
+        expect(t.type).toBe(e.type);
+        expect(Buffer.from(t.data).equals(Buffer.from(e.data))).toBe(true);
+      }
+      // The stamps as the store wrote them: each todo names its own log event.
+      for (const todo of todos) {
+        const created = told.find((t) => t.streamId === todo)!;
+        const { event_id, i } = parseData<{ event_id: number; i: number }>(created);
+        const [delivered] = await toArray(
+          store.readStream(log, { fromRevision: BigInt(event_id - 1), maxCount: 1 }),
+        );
+        expect(parseData(delivered!)).toEqual({ n: i + 1 });
+      }
+    } finally {
+      stop();
+    }
+    // Stopped: later appends are not told.
+    const before = told.length;
+    await store.append(log, [jsonEvent('Delivered', { n: 100 })]);
+    expect(told).toHaveLength(before);
+  });
+
   it('appendAtomic writes several streams all or none, inside a group commit with other appends', async (test) => {
     const { store } = ctx;
     if (!store.appendAtomic) {

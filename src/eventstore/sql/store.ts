@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { SqlDatabase } from '../../db/open.ts';
 import {
+  type AppendedListener,
   type AppendOptions,
   type AppendResult,
   type EventData,
@@ -188,6 +189,8 @@ export async function createSqlEventStore(
   // while idle) was tried for issues 22 and 23: it cut the wait for a connection under bench:agent
   // but doubled PostgreSQL's CPU per delivery under bench:ingest (0.46 to 0.98 ms, half the rate,
   // same run); bench/README.md, "The write path".
+  /** Listeners of this store's own commits (port.ts, onAppended). */
+  const appended = new Set<AppendedListener>();
   const writer = createAppendWriter({
     db: db as AnyDb,
     maxInFlight: writers,
@@ -197,6 +200,15 @@ export async function createSqlEventStore(
     onCommitted: (_events, newest) => {
       wakeup.fire(newest);
       if (newest !== undefined) notifyOthers();
+    },
+    onAppended: (streamId, events) => {
+      for (const listener of appended) {
+        try {
+          listener(streamId, events);
+        } catch (err) {
+          onError(err, 'appended listener');
+        }
+      }
     },
     lastPositionOf: (streamId) => readStreamLastPosition(db, streamId),
   });
@@ -351,6 +363,13 @@ export async function createSqlEventStore(
         prepared,
         checkExpected(opts.expectedRevision ?? 'any'),
       );
+    },
+
+    onAppended(listener) {
+      appended.add(listener);
+      return () => {
+        appended.delete(listener);
+      };
     },
 
     async appendAtomic(appends: readonly StreamAppend[]): Promise<AppendResult[]> {

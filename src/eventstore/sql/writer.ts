@@ -6,10 +6,12 @@ import {
   appendQueueSeconds,
 } from '../../metrics/instruments.ts';
 import {
+  type AppendedEvent,
   type AppendResult,
   type ContentType,
   DuplicateKeyError,
   type ExpectedRevision,
+  STAMP_WIDTH,
   StoreUnavailableError,
   WrongExpectedVersionError,
 } from '../port.ts';
@@ -73,6 +75,11 @@ export interface WriterOptions {
    * (undefined when nothing was written), to wake this process's readers.
    */
   readonly onCommitted: (events: number, newest: string | undefined) => void;
+  /**
+   * Told of each append (each part of an atomic one) once its batch has committed, before its
+   * caller hears of it, with its events as the store now holds them (stamps written in).
+   */
+  readonly onAppended?: (streamId: string, events: readonly AppendedEvent[]) => void;
   /** Resolves an empty append's position (it writes nothing). */
   readonly lastPositionOf: (streamId: string) => Promise<string>;
   readonly maxBatchBytes?: number;
@@ -228,6 +235,9 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
           const position = r.position ?? (await options.lastPositionOf(p.parts[j]!.streamId));
           results.push({ nextExpectedRevision: r.last, position });
         }
+        if (options.onAppended) {
+          for (const w of p.parts) options.onAppended(w.streamId, committedEvents(w, p.parts, o.results));
+        }
         p.resolve(results);
       } catch (err) {
         p.reject(err);
@@ -262,6 +272,27 @@ export function createAppendWriter(options: WriterOptions): AppendWriter {
       return new Promise<void>((resolve) => idleWaiters.push(resolve));
     },
   };
+}
+
+/**
+ * A part's events (port.ts, AppendedEvent) as es_append_batch wrote them: a stamp is the revision of the first event of
+ * the part it names, plus its `add`, as text padded with spaces to STAMP_WIDTH (rpad in the
+ * function), over the spaces it was given.
+ */
+function committedEvents(
+  w: StreamWrite,
+  parts: readonly StreamWrite[],
+  results: readonly { readonly last: bigint }[],
+): AppendedEvent[] {
+  return w.events.map((e) => {
+    if (!e.stamp) return { id: e.id, type: e.type, data: e.data };
+    const named = parts[e.stamp.part]!;
+    const first = results[e.stamp.part]!.last - BigInt(named.events.length) + 1n;
+    const text = String(first + BigInt(e.stamp.add)).padEnd(STAMP_WIDTH, ' ');
+    const data = Uint8Array.from(e.data);
+    for (let i = 0; i < STAMP_WIDTH; i++) data[e.stamp.offset + i] = text.charCodeAt(i);
+    return { id: e.id, type: e.type, data };
+  });
 }
 
 /**
