@@ -340,6 +340,8 @@ interface AgentPath {
   /** The same rings timed from the POST's 202 (negative: heard before the answer arrived). */
   readonly ringAfterAck: readonly number[];
   readonly claimed: number;
+  /** Todos claimed when the posting ended (the server's CPU snapshot follows at once). */
+  readonly claimedWhilePosting: number;
   readonly unique: number;
   readonly claimedPerS: number;
   /** Doorbell notifications the agents' clients heard (all of them together). */
@@ -442,6 +444,7 @@ async function agentPath(
 
   const started = performance.now();
   const posted = await post(ingest(ready.load), seconds, senders, BODY, {}, 'webhook-id', rate);
+  const claimedWhilePosting = ids.length;
   await postsDone();
   probing = false;
   await probe;
@@ -466,6 +469,7 @@ async function agentPath(
     doorbell,
     ringAfterAck,
     claimed: ids.length,
+    claimedWhilePosting,
     unique: new Set(ids).size,
     claimedPerS: ids.length / ((lastClaimAt - started) / 1000),
     notified,
@@ -648,7 +652,8 @@ async function main(): Promise<void> {
             },
           );
           delivered += r.posted.ok;
-          const agentCosts = costs(before, await snapshot(), r.posted.ok);
+          const after = await snapshot();
+          const agentCosts = costs(before, after, r.posted.ok);
           console.log(
             `  ${mode}, ${rules} rules: per delivery (claims and completions included) ${JSON.stringify(agentCosts)}`,
           );
@@ -660,6 +665,19 @@ async function main(): Promise<void> {
             } = costs(before, posting, r.posted.ok);
             console.log(
               `  ${mode}, ${rules} rules: per delivery while posting (the agents' calls meanwhile included) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench}; server event-loop delay p50 ${postingLoop?.p50} ms, p99 ${postingLoop?.p99} ms, max ${postingLoop?.max} ms; its garbage collection ${postingLoop?.gcMs} ms, longest pause ${postingLoop?.gcMaxMs} ms${schedShare}`,
+            );
+          }
+          const drainedAfter = r.claimed - r.claimedWhilePosting;
+          if (posting && drainedAfter > 0) {
+            // The backlog's drain alone: nothing posts any more, so this is what a claim and its
+            // completion cost (with the server's idle work over the drain, a few percent).
+            const {
+              'node CPU ms': node,
+              'pg CPU ms': pgCpu,
+              'bench CPU ms': bench,
+            } = costs(posting, after, drainedAfter);
+            console.log(
+              `  ${mode}, ${rules} rules: per claim_next and complete after the posting (${drainedAfter} todos drained) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench} (the agents' MCP clients)`,
             );
           }
           await phase(`${rules} rules (agents' claims and completions included)`);

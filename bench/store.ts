@@ -10,15 +10,16 @@ import { openEmbedded, openPostgres, type SqlDatabase } from '../src/db/open.ts'
 import { type EventStore, type Position, START } from '../src/eventstore/port.ts';
 import { createSqlEventStore } from '../src/eventstore/sql/store.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
+import { backendCpu, databaseCounters } from './ingest-reference.ts';
 import { formatMb, peakRssMb, resetPeakRss } from './memory.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
-import { createScratchDatabase } from './scratch-database.ts';
+import { BENCH_ADMIN_URL, createScratchDatabase } from './scratch-database.ts';
 
 const args = benchArgs(
   {
     script: 'bench:store',
     summary:
-      'Appends with 32 concurrent writers of 1 KB events (group commit), then reads $all back, in embedded mode and on PostgreSQL; prints medians.',
+      'Appends with 32 concurrent writers of 1 KB events (group commit), then reads $all back, in embedded mode and on PostgreSQL; then, on PostgreSQL, the CPU one append costs by how many are in flight; prints medians.',
     environment: { HOOKLINE_BENCH_PG_URL: PG_URL_HELP },
   },
   {
@@ -131,11 +132,11 @@ async function runCase(store: EventStore, c: Case): Promise<Round[]> {
   return results;
 }
 
-async function withPostgres<T>(fn: (sql: SqlDatabase) => Promise<T>): Promise<T> {
+async function withPostgres<T>(fn: (sql: SqlDatabase, database: string) => Promise<T>): Promise<T> {
   const database = await createScratchDatabase('store');
   const sql = openPostgres(database.url);
   try {
-    return await fn(sql);
+    return await fn(sql, new URL(database.url).pathname.slice(1));
   } finally {
     await sql.close();
     await database.drop();
@@ -183,10 +184,79 @@ for (const backend of ['embedded', 'postgres'] as const) {
   }
 }
 
+/**
+ * What one append costs by how many are in flight at once (PostgreSQL): each writer appends one
+ * small event a call to a stream of its own at its expected revision, as a claim or a completion
+ * does. With one in flight every append is a transaction of its own; with more, the group commit
+ * shares one among them. CPU of this process (the store's writer) and of the database's backends.
+ */
+async function appendCost(store: EventStore, database: string, inFlight: number, round: number) {
+  const event = new Uint8Array(randomBytes(300));
+  const streams = Array.from({ length: inFlight }, (_, w) => `cost-${inFlight}-${round}-${w}`);
+  const next = streams.map(() => -1n);
+  const deadline = performance.now() + seconds * 1000;
+  const before = await databaseCounters(BENCH_ADMIN_URL, database);
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  let count = 0;
+  await Promise.all(
+    streams.map(async (stream, w) => {
+      while (performance.now() < deadline) {
+        const expectedRevision = next[w]! < 0n ? ('no_stream' as const) : next[w]!;
+        const r = await store.append(
+          stream,
+          [{ type: 'TodoClaimed', data: event, contentType: 'application/octet-stream' }],
+          { expectedRevision },
+        );
+        next[w] = r.nextExpectedRevision;
+        count++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const after = await databaseCounters(BENCH_ADMIN_URL, database);
+  const pgSeconds = backendCpu(before.backends, after.backends);
+  return {
+    perSec: count / elapsed,
+    nodeUs: (used.user + used.system) / count,
+    pgUs: pgSeconds === undefined ? Number.NaN : (pgSeconds * 1e6) / count,
+  };
+}
+
+const costRows: Array<Record<string, string>> = [];
+if (!args.only || args.only === 'postgres') {
+  await withPostgres(async (sql, database) => {
+    await migrateToLatest(sql.db);
+    const store = await createSqlEventStore(sql, { writers: 1 });
+    try {
+      for (const inFlight of [1, 4, 16]) {
+        const results = [];
+        for (let r = 0; r < rounds; r++) results.push(await appendCost(store, database, inFlight, r));
+        costRows.push({
+          'appends in flight': String(inFlight),
+          'appends/s': fmt(median(results.map((x) => x.perSec))),
+          'CPU µs an append, this process': median(results.map((x) => x.nodeUs)).toFixed(0),
+          'CPU µs an append, PostgreSQL': median(results.map((x) => x.pgUs)).toFixed(0),
+        });
+        console.error(`done: PostgreSQL, ${inFlight} appends in flight`);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+}
+
 console.log(
   `\nEvent store: ${WRITERS} concurrent writers, 1 KB events, one event per append; medians of ${rounds} rounds of ${seconds} s\n`,
 );
 console.table(rows);
+if (costRows.length > 0) {
+  console.log(
+    `\nOne append's cost (PostgreSQL): one 300-byte event to a stream of each writer's own at its expected revision (a claim, a completion); medians of ${rounds} rounds of ${seconds} s\n`,
+  );
+  console.table(costRows);
+}
 console.log(
   `${cpus().length} CPUs; load average at the end ${loadavg()
     .map((l) => l.toFixed(1))
