@@ -677,7 +677,7 @@ async function main(): Promise<void> {
               'bench CPU ms': bench,
             } = costs(posting, after, drainedAfter);
             console.log(
-              `  ${mode}, ${rules} rules: per claim_next and complete after the posting (${drainedAfter} todos drained) node CPU ms ${node}, pg CPU ms ${pgCpu}, bench CPU ms ${bench} (the agents' MCP clients)`,
+              `  ${mode}, ${rules} rules: per claim_next and complete after the posting (${drainedAfter} todos drained) node CPU ms ${node}, pg CPU ms ${pgCpu === '' ? 'n/a (embedded)' : pgCpu}, bench CPU ms ${bench} (the agents' MCP clients)`,
             );
           }
           await phase(`${rules} rules (agents' claims and completions included)`);
