@@ -3,7 +3,7 @@ import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveFriend, declineFriend, setFriendRequests } from '../../src/friends/edges.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
-import { readStream } from '../http/api/client.ts';
+import { readStream, settled } from '../http/api/client.ts';
 import { type Agent, connectAgent, startServer, type TestServer, vend } from '../mcp/support.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
@@ -100,6 +100,8 @@ describe('friend requests over A2A', () => {
   // Last: it uses up this address's allowance.
   it('limits message/send per source address: 429 with Retry-After, and the refused request is not stored', async () => {
     const requests = async () => {
+      // $all shows a commit once every older writer has finished: wait until it shows them all.
+      await settled(server);
       let n = 0;
       for await (const e of server.runtime.store.readAll()) if (e.type === 'FriendRequested') n++;
       return n;
