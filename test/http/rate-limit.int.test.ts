@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { setFriendRequests } from '../../src/friends/edges.ts';
 import { vend } from '../mcp/support.ts';
+import { settled } from './api/client.ts';
 import { sendCodehost, startTestServer, type TestServer } from './ui/support.ts';
 
 let s: TestServer;
@@ -24,6 +25,8 @@ afterAll(async () => {
 });
 
 async function countEvents(): Promise<number> {
+  // $all shows a commit once every older writer has finished: count once it shows them all.
+  await settled(s);
   let n = 0;
   for await (const _ of s.runtime.store.readAll()) n++;
   return n;
