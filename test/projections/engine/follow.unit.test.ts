@@ -95,4 +95,60 @@ describe('followLive', () => {
     expect(await done).toBe('completed');
     expect(applied).toEqual([0, 1, 2]);
   });
+
+  it('sets no timer once idle: a quiet spell closes no windows, and the next event opens one', async () => {
+    const source = new Subject<RecordedEvent>();
+    const ctl = new AbortController();
+    const batches: number[][] = [];
+    // Asked once for every window that closes empty (and when one opens after it).
+    let asked = 0;
+    const done = followLive({
+      source,
+      signal: ctl.signal,
+      options: batching,
+      apply: async (batch) => {
+        batches.push(batch.map((e) => Number(e.revision)));
+        return batch.length;
+      },
+      pendingCheckpoint: () => {
+        asked++;
+        return false;
+      },
+      tick: async () => {},
+    });
+    source.next(event(0));
+    while (batches.length === 0) await sleep(2);
+    await sleep(20); // the window after the batch closes empty: idle from then on
+    const before = asked;
+    await sleep(100); // twenty windows of 5 ms, had they kept ticking
+    expect(asked - before).toBe(0);
+    source.next(event(1));
+    while (batches.length < 2) await sleep(2);
+    ctl.abort();
+    expect(await done).toBe('aborted');
+    expect(batches).toEqual([[0], [1]]);
+  });
+
+  it('keeps ticking while a lazily kept checkpoint waits, and stops once it is written', async () => {
+    const source = new Subject<RecordedEvent>();
+    const ctl = new AbortController();
+    let pending = true;
+    let ticks = 0;
+    const done = followLive({
+      source,
+      signal: ctl.signal,
+      options: batching,
+      apply: async (batch) => batch.length,
+      pendingCheckpoint: () => pending,
+      tick: async () => {
+        ticks++;
+        if (ticks === 3) pending = false; // written at the third idle tick
+      },
+    });
+    while (ticks < 3) await sleep(2);
+    await sleep(60);
+    ctl.abort();
+    expect(await done).toBe('aborted');
+    expect(ticks).toBe(3);
+  });
 });
