@@ -3,8 +3,8 @@ import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveFriend, declineFriend, setFriendRequests } from '../../src/friends/edges.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
-import { readStream, settled } from '../http/api/client.ts';
-import { type Agent, connectAgent, startServer, type TestServer, vend } from '../mcp/support.ts';
+import { readStream } from '../http/api/client.ts';
+import { type Agent, connectAgent, settled, startServer, type TestServer, vend } from '../mcp/support.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../support/services.ts';
 
 const request = (data: Record<string, unknown>) => ({

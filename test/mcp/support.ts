@@ -8,6 +8,7 @@ import { createFollowUps } from '../../src/follow-up.ts';
 import { createDeliveryRecorder } from '../../src/ingest/recorder.ts';
 import { pushTodo } from '../../src/todos/push.ts';
 import { startServer as startTestServer, type TestServer } from '../auth/server.ts';
+import { settled } from '../http/api/client.ts';
 
 export type { TestServer } from '../auth/server.ts';
 
@@ -99,14 +100,8 @@ export async function push(
   );
 }
 
-/**
- * Every read model has applied every commit so far (bounded generously: the machine is shared).
- * The committed head: the visible one can stop before a push an older open transaction hides.
- */
-export async function settled(server: TestServer): Promise<void> {
-  const head = await server.runtime.store.committedPosition();
-  await server.runtime.projections.waitFor(head, { timeoutMs: 60_000 });
-}
+// Every read model has applied every commit so far: the API tests' helper, for the MCP tests too.
+export { settled };
 
 export interface Agent {
   readonly client: Client;
