@@ -50,6 +50,8 @@ const FANOUT_PACE = 2;
 /** The pauses the pacing adds in one round of the clients are bounded: latency stays in tens of ms. */
 const FANOUT_MAX_PAUSE_MS = 40;
 export const DEFAULT_KEEP_ALIVE_MS = 10_000;
+/** How long a client's catch-up reads again to reach what the fan-out had passed (reachJoin). */
+const REACH_JOIN_MS = 10_000;
 export const DEFAULT_MAX_BUFFER_BYTES = 1024 * 1024;
 
 export interface StreamDeps {
@@ -88,6 +90,11 @@ interface Client {
   lastSent: Position;
   /** The sequence number of the newest chunk of the fan-out this client has been handed. */
   seen: number;
+  /**
+   * The newest delivery the fan-out had passed when the client connected: it gets those from the
+   * store, so its catch-up must reach this far (reachJoin). Undefined: none yet.
+   */
+  readonly joinedAt: Position | undefined;
 }
 
 /**
@@ -95,7 +102,9 @@ interface Client {
  * of the hub's batches is serialized once, and each client is written what it lacks in one write
  * when the fan-out's round comes to it. A client that sends
  * Last-Event-ID first subscribes (buffering live deliveries), then gets the replay from the
- * store, then the buffered deliveries newer than the last one replayed: no gap, no repeat.
+ * store, then the buffered deliveries newer than the last one replayed: no gap, no repeat. The
+ * fan-out writes a client only what comes after it joined, so its replay reads until it has reached
+ * the newest delivery the fan-out had passed by then (reachJoin).
  */
 export function streamPlugin(deps: StreamDeps) {
   const replayBound = deps.options?.replayBound ?? DEFAULT_REPLAY_BOUND;
@@ -161,6 +170,8 @@ export function streamPlugin(deps: StreamDeps) {
       let dropped = 0;
       /** The newest chunk's sequence number. */
       let newest = 0;
+      /** The position of the newest delivery the hub has handed on, with clients to write or not. */
+      let passed: Position | undefined;
       const ring: Client[] = [];
       let cursor = 0;
       /** Clients that lack the newest chunk: the cursor goes round until there are none. */
@@ -260,6 +271,7 @@ export function streamPlugin(deps: StreamDeps) {
 
       subscriptions.push(
         hub.batches$.subscribe((batch) => {
+          if (batch.length > 0) passed = batch[batch.length - 1]!.position;
           if (clients.size === 0) return;
           chunks.push(serializeBatch(batch));
           newest++;
@@ -321,6 +333,7 @@ export function streamPlugin(deps: StreamDeps) {
           buffered: 0,
           lastSent: 'start',
           seen: newest,
+          joinedAt: passed,
         };
         // Only a round takes the clients gone out of the ring: with no deliveries, clients that come
         // and go would pile up in it (their sockets with them).
@@ -337,6 +350,7 @@ export function streamPlugin(deps: StreamDeps) {
 
         try {
           await catchUp(client, resumePoint(request));
+          await reachJoin(client);
         } catch (err) {
           deps.logger.warn({ err }, 'stream: catch-up failed');
           drop(client);
@@ -361,7 +375,7 @@ export function streamPlugin(deps: StreamDeps) {
         }
         if (lastEventId === null) {
           // A fresh client gets the head as its resume point, so a reconnect misses nothing.
-          const head = await hub.headPosition();
+          const head = atLeastJoined(client, await hub.headPosition());
           client.lastSent = head;
           client.writer.send(sseFrame('ready', { position: head }, head));
           return;
@@ -378,6 +392,48 @@ export function streamPlugin(deps: StreamDeps) {
         }
       }
 
+      /**
+       * A head read may stand behind a delivery the fan-out has already passed: the store's `$all`
+       * reads stop below any transaction they cannot tell is no writer of events, and one that ends
+       * between a read's snapshot and its look at the lock table bounds that read (reads.ts). Such a
+       * delivery was handed on before the client joined; the client starts after it.
+       */
+      function atLeastJoined(client: Client, head: Position): Position {
+        const { joinedAt } = client;
+        return joinedAt !== undefined && hub.comparePositions(joinedAt, head) > 0 ? joinedAt : head;
+      }
+
+      /**
+       * The catch-up must reach the newest delivery the fan-out had passed when the client joined,
+       * since the fan-out writes it only what comes after. A replay read can stop short of it (see
+       * atLeastJoined): read again, briefly, until it is there. The bound that hid it lasts as long
+       * as one transaction somewhere in the cluster, and the hub's own read had already passed it.
+       */
+      async function reachJoin(client: Client): Promise<void> {
+        const { joinedAt } = client;
+        if (joinedAt === undefined || client.lastSent === 'start') return;
+        let wait = 5;
+        const deadline = performance.now() + REACH_JOIN_MS;
+        while (hub.comparePositions(client.lastSent, joinedAt) < 0) {
+          if (client.writer.closed) return;
+          if (performance.now() > deadline) {
+            deps.logger.warn(
+              { after: client.lastSent, joinedAt },
+              'stream: catch-up did not reach the live fan-out',
+            );
+            return reset(client, 'unknown_position');
+          }
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          wait = Math.min(wait * 2, 100);
+          const result = await hub.replay(client.lastSent, replayBound);
+          if (result.kind === 'reset') return reset(client, result.reason);
+          if (result.events.length > 0) {
+            client.writer.sendCatchUp(serializeBatch(result.events).joined);
+            client.lastSent = result.events[result.events.length - 1]!.position;
+          }
+        }
+      }
+
       /** A Last-Event-ID past the head (another database, a wiped store) would hide every live event. */
       async function notAhead(position: Position): Promise<boolean> {
         try {
@@ -388,7 +444,7 @@ export function streamPlugin(deps: StreamDeps) {
       }
 
       async function reset(client: Client, reason: string): Promise<void> {
-        const head = await hub.headPosition();
+        const head = atLeastJoined(client, await hub.headPosition());
         client.lastSent = head;
         client.writer.send(sseFrame('reset', { reason, replay_bound: replayBound }, head));
       }

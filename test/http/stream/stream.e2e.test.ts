@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codehostSignature } from '../../support/senders.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '../../support/services.ts';
@@ -17,10 +18,13 @@ import {
   appendDeliveries,
   controllableEventSource,
   deliveryIds,
+  type Received,
   readBodyUntil,
   readUntil,
   type Summary,
 } from './support.ts';
+
+const STREAM_LOCK_CLASS = 0x686b6c73; // 'hkls': es_append_batch's stream locks, the live bound's writers
 
 const hasPg = await postgresAvailable();
 
@@ -181,6 +185,43 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
         { 'last-event-id': lastId },
       );
       expect(deliveryIds(resumed), path).toEqual([later.id]);
+    }
+  });
+
+  it('a client that joins after the fan-out passed a delivery the store does not show yet still gets it', async () => {
+    // A read of `$all` stops below a transaction it cannot tell is no writer of events (one that
+    // ends between the read's snapshot and its look at the lock table, anywhere in the cluster).
+    // Here a session takes a transaction id before the delivery, and a stream's lock only after
+    // the hub has passed it: every read from then on stops below it, as that race makes one read do.
+    const held = new pg.Client({ connectionString: db.url });
+    await held.connect();
+    const watcher = controllableEventSource(`${s.url}/events`);
+    try {
+      const delivered = (id: number) => (all: readonly Received[]) =>
+        all.find((r) => r.type === 'event-received' && (r.data as Summary).id === id);
+      await watcher.waitFor((all) => all.some((r) => r.type === 'ready'));
+      const before = await sendCodehost(s.url, { join: 'before' });
+      await watcher.waitFor((all) => delivered(before.id)(all) !== undefined);
+      const beforeAt = delivered(before.id)(watcher.received)!.lastEventId;
+      await held.query('begin');
+      await held.query('select pg_current_xact_id()');
+      const passed = await sendCodehost(s.url, { join: 'passed' });
+      // The hub has passed it: the watcher got it.
+      await watcher.waitFor((all) => delivered(passed.id)(all) !== undefined);
+      await held.query('select pg_advisory_xact_lock($1, 1)', [STREAM_LOCK_CLASS]);
+      expect(await s.runtime.store.headPosition()).toBe(beforeAt);
+      const release = setTimeout(() => void held.query('rollback'), 500);
+      try {
+        const text = await readUntil(`${s.url}/events`, (t) => deliveryIds(t).includes(passed.id), {
+          'last-event-id': beforeAt,
+        });
+        expect(deliveryIds(text)).toEqual([passed.id]);
+      } finally {
+        clearTimeout(release);
+      }
+    } finally {
+      watcher.es.close();
+      await held.end();
     }
   });
 

@@ -147,25 +147,28 @@ export async function appendDeliveries(store: EventStore, n: number, eventType =
   return store.append(DELIVERIES_STREAM, events);
 }
 
-/** Reads a stream until `done` holds for the text so far; then disconnects. */
 /**
  * Reads a response body until `done` holds of the text so far. A body that ends first is an error,
  * never a loop: a reader at its end answers at once, and spinning on it starves the event loop
  * (and with it every socket of the test's server, its PostgreSQL connections included).
  */
-export async function readBodyUntil(res: Response, done: (text: string) => boolean): Promise<string> {
+export async function readBodyUntil(
+  res: Response,
+  done: (text: string) => boolean,
+  read: { text: string } = { text: '' },
+): Promise<string> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
-  let text = '';
-  while (!done(text)) {
+  while (!done(read.text)) {
     const chunk = await reader.read();
-    if (chunk.done) throw new Error(`the stream ended early: ${text}`);
-    text += decoder.decode(chunk.value, { stream: true });
+    if (chunk.done) throw new Error(`the stream ended early: ${read.text}`);
+    read.text += decoder.decode(chunk.value, { stream: true });
   }
   await reader.cancel();
-  return text;
+  return read.text;
 }
 
+/** Reads a stream until `done` holds for the text so far (at most 15 s); then disconnects. */
 export async function readUntil(
   url: string,
   done: (text: string) => boolean,
@@ -173,9 +176,19 @@ export async function readUntil(
 ) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), 15_000);
+  const read = { text: '' };
   try {
     const res = await fetch(url, { headers, signal: controller.signal });
-    return await readBodyUntil(res, done);
+    return await readBodyUntil(res, done, read);
+  } catch (err) {
+    // Which stream, and what it had sent: a timeout alone says neither.
+    if (!controller.signal.aborted) throw err;
+    throw new Error(
+      `${url} (${JSON.stringify(headers)}) sent nothing awaited in 15 s; it sent: ${read.text}`,
+      {
+        cause: err,
+      },
+    );
   } finally {
     clearTimeout(timer);
     controller.abort();
