@@ -381,7 +381,11 @@ export function streamPlugin(deps: StreamDeps) {
           return;
         }
         const result = await hub.replay(lastEventId, replayBound);
-        if (result.kind === 'events' && result.events.length === 0 && !(await notAhead(lastEventId))) {
+        if (
+          result.kind === 'events' &&
+          result.events.length === 0 &&
+          !(await notAhead(client, lastEventId))
+        ) {
           return reset(client, 'unknown_position');
         }
         if (result.kind === 'reset') return reset(client, result.reason);
@@ -435,9 +439,10 @@ export function streamPlugin(deps: StreamDeps) {
       }
 
       /** A Last-Event-ID past the head (another database, a wiped store) would hide every live event. */
-      async function notAhead(position: Position): Promise<boolean> {
+      async function notAhead(client: Client, position: Position): Promise<boolean> {
         try {
-          return hub.comparePositions(position, await hub.headPosition()) <= 0;
+          // A position the fan-out has passed is no stranger, though a head read may stop short of it.
+          return hub.comparePositions(position, atLeastJoined(client, await hub.headPosition())) <= 0;
         } catch {
           return false;
         }

@@ -208,8 +208,18 @@ describe.runIf(hasPg)('GET /events (Server-Sent Events)', () => {
       const passed = await sendCodehost(s.url, { join: 'passed' });
       // The hub has passed it: the watcher got it.
       await watcher.waitFor((all) => delivered(passed.id)(all) !== undefined);
+      const passedAt = delivered(passed.id)(watcher.received)!.lastEventId;
       await held.query('select pg_advisory_xact_lock($1, 1)', [STREAM_LOCK_CLASS]);
       expect(await s.runtime.store.headPosition()).toBe(beforeAt);
+      // Its position is no stranger to the stream, though the head read stops short of it.
+      const fromPassed = await readUntil(`${s.url}/events`, (t) => t.includes('event: status'), {
+        'last-event-id': passedAt,
+      });
+      expect(fromPassed).not.toContain('event: reset');
+      expect(deliveryIds(fromPassed)).toEqual([]);
+      // A fresh client starts after it.
+      const fresh = await readUntil(`${s.url}/events`, (t) => t.includes('event: ready'));
+      expect(fresh).toContain(`id: ${passedAt}\nevent: ready`);
       const release = setTimeout(() => void held.query('rollback'), 500);
       try {
         const text = await readUntil(`${s.url}/events`, (t) => deliveryIds(t).includes(passed.id), {
