@@ -304,7 +304,12 @@ export async function withdrawFriend(
 export async function collectCredential(
   deps: FriendDeps,
   input: { readonly friendRef: string; readonly actor: FriendActor },
-): Promise<{ readonly state: FriendState; readonly token: string | null }> {
+): Promise<{
+  readonly state: FriendState;
+  readonly token: string | null;
+  /** Where the collection was recorded (undefined when nothing was): what a screen waits for. */
+  readonly position: Position | undefined;
+}> {
   const friendId = friendIdOf(input.friendRef);
   const result = await handleCommand(
     deps,
@@ -313,9 +318,11 @@ export async function collectCredential(
     { type: 'CollectFriendCredential', actor: input.actor },
     RETRY,
   );
-  const { state } = result;
-  if (result.events.length === 0 || state.status === 'none' || !state.grant) return { state, token: null };
-  return { state, token: deps.secretBox.open(state.grant.credentialSealed, friendId) };
+  const { state, position } = result;
+  if (result.events.length === 0 || state.status === 'none' || !state.grant) {
+    return { state, token: null, position };
+  }
+  return { state, token: deps.secretBox.open(state.grant.credentialSealed, friendId), position };
 }
 
 /** Owner's switch: the endpoint takes friend requests (its Agent Card is served) or answers 404. */

@@ -145,7 +145,7 @@ export function registerFriendsPage(app: FastifyInstance, deps: FriendsPageDeps)
   /** The minted credential of the operator's own request, shown in this one answer and never again. */
   app.post<Id>('/friends/:id/credential', async (request, reply) => {
     const w = who(request);
-    const { state, token } = await collectCredential(friendDeps, {
+    const { state, token, position } = await collectCredential(friendDeps, {
       friendRef: request.params.id,
       actor: { kind: 'operator', operator: w.operator, human: w.human },
     });
@@ -153,7 +153,7 @@ export function registerFriendsPage(app: FastifyInstance, deps: FriendsPageDeps)
       throw new HooklineError('conflict', 'no credential to show: not approved yet, or shown already');
     }
     const credential = friendCredentialOut(deps.config.baseUrl, state.grant.friendSlug, token);
-    await deps.projections.waitFor(await deps.store.headPosition(), { timeoutMs: 2000 }).catch(() => {});
+    await settle(position);
     const html = await render(request, {
       credential: {
         ...credential,
