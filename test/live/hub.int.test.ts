@@ -70,7 +70,7 @@ describe('live hub', () => {
 
   it('replays at most the bound, else asks for a reset', async () => {
     const live = createLive(s.runtime);
-    const before = await s.runtime.store.headPosition();
+    const before = await s.runtime.store.committedPosition();
     const ids = await seedDeliveries(s.runtime, [{}, {}, {}]);
     const replay = await live.hub.replay(before, 3);
     expect(replay.kind === 'events' && replay.events.map((e) => e.summary.id)).toEqual(ids);

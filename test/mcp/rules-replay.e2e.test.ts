@@ -107,14 +107,14 @@ describe('a webhook with rules when the sandbox cannot run', () => {
         rules: [{ id: 'all', source: "() => ({ route: 'inbox' })" }],
       }),
     ]);
-    const head = await server.runtime.store.headPosition();
+    const head = await server.runtime.store.committedPosition();
     for (let i = 0; i < 2; i++) {
       const res = await post(withRules.ingestUrl, { n: i });
       expect(res.status).toBe(503);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
       expect(((await res.json()) as { code: string }).code).toBe('sandbox_unavailable');
     }
-    expect(await server.runtime.store.headPosition()).toBe(head);
+    expect(await server.runtime.store.committedPosition()).toBe(head);
     expect((await post(without.ingestUrl, { n: 1 })).status).toBe(202);
   }, 120_000);
 });

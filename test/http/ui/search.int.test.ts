@@ -13,7 +13,7 @@ beforeAll(async () => {
     ['other', { nothing: 'to see' }, 'issues'],
   ];
   for (const [name, body, event] of sent) ids[name] = (await sendCodehost(s.url, body, { event })).id;
-  const head = await s.runtime.store.headPosition();
+  const head = await s.runtime.store.committedPosition();
   await s.runtime.projections.waitFor(head, { timeoutMs: 30_000 });
 });
 
