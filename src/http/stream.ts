@@ -13,6 +13,7 @@ import {
   serializeBatch,
   sseFrame,
 } from '../live/sse.ts';
+import type { LiveDelivery } from '../live/summary.ts';
 import type { Logger } from '../logger.ts';
 
 declare module 'fastify' {
@@ -390,10 +391,14 @@ export function streamPlugin(deps: StreamDeps) {
         }
         if (result.kind === 'reset') return reset(client, result.reason);
         client.lastSent = lastEventId;
-        if (result.events.length > 0) {
-          client.writer.sendCatchUp(serializeBatch(result.events).joined);
-          client.lastSent = result.events[result.events.length - 1]!.position;
-        }
+        sendReplayed(client, result.events);
+      }
+
+      /** Replayed deliveries, written whole; live delivery resumes after the last of them. */
+      function sendReplayed(client: Client, events: readonly LiveDelivery[]): void {
+        if (events.length === 0) return;
+        client.writer.sendCatchUp(serializeBatch(events).joined);
+        client.lastSent = events[events.length - 1]!.position;
       }
 
       /**
@@ -431,10 +436,7 @@ export function streamPlugin(deps: StreamDeps) {
           wait = Math.min(wait * 2, 100);
           const result = await hub.replay(client.lastSent, replayBound);
           if (result.kind === 'reset') return reset(client, result.reason);
-          if (result.events.length > 0) {
-            client.writer.sendCatchUp(serializeBatch(result.events).joined);
-            client.lastSent = result.events[result.events.length - 1]!.position;
-          }
+          sendReplayed(client, result.events);
         }
       }
 
