@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// Three tiers, named by file suffix (style.md §11). `npm test` runs all of them: e2e first, its
-// files one at a time, then unit and int side by side, at least two files at once. vitest's
+// Three tiers, named by file suffix (style.md §11). `npm test` runs all of them: unit and int
+// side by side, at least two files at once, then e2e, its files one at a time. vitest's
 // default (one file fewer than the cores) would run one at a time on a 2-core machine, where an
 // int file spends about as long loading its modules as running its tests. Each int worker slot has
 // its own embedded PostgreSQL (test/support/embedded-setup.ts); tests on the shared server make
