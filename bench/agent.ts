@@ -25,14 +25,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { NODE_FLAGS } from '../src/cli/node-flags.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
 import { backendCpu, cpuSeconds, databaseCounters } from './ingest-reference.ts';
+import { connectAgent } from './mcp-agent.ts';
 import { peakRssMb } from './memory.ts';
 import { prose } from './payload.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
@@ -255,26 +253,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function connect(url: string, token: string, onRing?: () => void) {
-  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    // The SDK's client gives every POST the transport's one AbortSignal, and fetch adds a listener
-    // to it per request that goes only when the request is collected: each call's listener was
-    // added past all earlier ones (6% of this process's samples, on the cores the server uses). The
-    // calls go without it; the notification stream (GET) keeps it, so close() still ends it.
-    fetch: (input, init) => fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init),
-  });
-  if (onRing) client.setNotificationHandler(ResourceUpdatedNotificationSchema, () => onRing());
-  await client.connect(transport);
-  const call = async (name: string, a: Record<string, unknown>) => {
-    const r = (await client.callTool({ name, arguments: a })) as CallToolResult;
-    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
-    return r.structuredContent as Record<string, unknown>;
-  };
-  return { client, call };
-}
-
 interface Posted {
   readonly rps: number;
   readonly p50: number;
@@ -374,11 +352,11 @@ async function agentPath(
     for (const f of w) f();
   };
   const agents = await Promise.all(
-    Array.from({ length: agentCount }, () => connect(mcp(ready.load), ready.load.token, ringAgents)),
+    Array.from({ length: agentCount }, () => connectAgent(mcp(ready.load), ready.load.token, ringAgents)),
   );
   await Promise.all(agents.map((a) => a.client.subscribeResource({ uri: QUEUE_URI })));
   // With no agents (--agents 0: the hand-off alone), a client of its own sets the rules.
-  const setter = agents[0] ?? (await connect(mcp(ready.load), ready.load.token, () => {}));
+  const setter = agents[0] ?? (await connectAgent(mcp(ready.load), ready.load.token, () => {}));
   await setter.call('set_webhook_rules', {
     webhook_id: ready.load.webhookId,
     rules: FIVE_RULES.slice(FIVE_RULES.length - rules),
@@ -412,7 +390,7 @@ async function agentPath(
 
   // The doorbell probe: one POST at a time to its own endpoint, every 50 ms.
   let heard: (() => void) | undefined;
-  const listener = await connect(mcp(ready.probe), ready.probe.token, () => heard?.());
+  const listener = await connectAgent(mcp(ready.probe), ready.probe.token, () => heard?.());
   await listener.client.subscribeResource({ uri: QUEUE_URI });
   const doorbell: number[] = [];
   const ringAfterAck: number[] = [];

@@ -9,9 +9,6 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { loadavg } from 'node:os';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { ALL_VERBS } from '../src/domain/endpoint/verbs.ts';
@@ -21,6 +18,7 @@ import { createDeliveryRecorder } from '../src/ingest/recorder.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { pushTodo } from '../src/todos/push.ts';
 import { benchArgs, PG_URL_HELP } from './args.ts';
+import { connectAgent } from './mcp-agent.ts';
 import { scratchDataDir } from './scratch-data-dir.ts';
 import { createScratchDatabase } from './scratch-database.ts';
 
@@ -64,21 +62,6 @@ function freePort(): Promise<number> {
   });
 }
 
-async function connect(url: string, token: string, onRing?: (uri: string) => void) {
-  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  if (onRing) client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => onRing(n.params.uri));
-  await client.connect(transport);
-  const call = async (name: string, a: Record<string, unknown>) => {
-    const r = (await client.callTool({ name, arguments: a })) as CallToolResult;
-    if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
-    return r.structuredContent as Record<string, unknown>;
-  };
-  return { client, transport, call };
-}
-
 async function main() {
   const embedded = args.mode === 'embedded';
   const database = embedded ? undefined : await createScratchDatabase('drain');
@@ -102,7 +85,7 @@ async function main() {
   const { store, clock } = runtime;
   const recorder = createDeliveryRecorder({ store, clock });
   const followUps = createFollowUps({ logger: runtime.logger });
-  const agents: Awaited<ReturnType<typeof connect>>[] = [];
+  const agents: Awaited<ReturnType<typeof connectAgent>>[] = [];
   try {
     const ep = await vendEndpoint(
       { store, clock, checkReplayTarget: async () => {} },
@@ -145,7 +128,7 @@ async function main() {
     await runtime.projections.waitFor(await store.headPosition(), { timeoutMs: 600_000 });
     const seedS = (performance.now() - seedStart) / 1000;
 
-    for (let i = 0; i < AGENTS; i++) agents.push(await connect(url, ep.token));
+    for (let i = 0; i < AGENTS; i++) agents.push(await connectAgent(url, ep.token));
     const claimLat: number[] = [];
     const completeLat: number[] = [];
     const claimedIds: string[] = [];
@@ -170,7 +153,7 @@ async function main() {
 
     // Doorbell: one subscribed agent; a push at a time, timed from the call until the notification.
     let heard: ((at: number) => void) | undefined;
-    const listener = await connect(url, ep.token, () => heard?.(performance.now()));
+    const listener = await connectAgent(url, ep.token, () => heard?.(performance.now()));
     agents.push(listener);
     await listener.client.subscribeResource({ uri: 'hookline://queues/inbox' });
     const ringLat: number[] = [];
