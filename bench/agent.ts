@@ -335,6 +335,7 @@ async function agentPath(
   senders: number,
   agentCount: number,
   rate: number,
+  idle: boolean,
   afterRules: () => void = () => {},
   postsDone: () => Promise<void> = async () => {},
 ): Promise<AgentPath> {
@@ -370,8 +371,9 @@ async function agentPath(
   const claimMs: number[] = [];
   const emptyMs: number[] = [];
   const completeMs: number[] = [];
+  // --idle-agents: connected and subscribed, hearing every ring, but never claiming.
   const drained = agents.map(async (a) => {
-    while (!stopDraining) {
+    while (!stopDraining && !idle) {
       let t = performance.now();
       const next = await a.call('claim_next', {});
       const todo = next.todo as { id: string } | null;
@@ -431,6 +433,7 @@ async function agentPath(
   const deadline = performance.now() + 120_000;
   while (
     agentCount > 0 &&
+    !idle &&
     performance.now() < deadline &&
     (ids.length < posted.ok || performance.now() - lastClaimAt < 500)
   ) {
@@ -480,6 +483,12 @@ async function main(): Promise<void> {
         value: 'N',
         describe: 'MCP SDK agents draining (0: the hand-off alone, nothing claimed)',
       },
+      'idle-agents': {
+        type: 'boolean',
+        default: false,
+        describe:
+          'the agents connect and subscribe to the queue but never claim: what their sessions and the doorbell cost the hand-off',
+      },
       only: { type: 'string', default: 'postgres,embedded', value: 'LIST', describe: 'the modes run' },
       rules: { type: 'string', default: '0,5', value: 'LIST', describe: "the webhook's rule counts run" },
       'cpu-prof': { type: 'string', value: 'DIR', describe: "the server's V8 CPU profile, to DIR/<mode>" },
@@ -500,11 +509,13 @@ async function main(): Promise<void> {
   const seconds = Number(values.duration);
   const senders = Number(values.senders);
   const agentCount = Number(values.agents);
+  const idle = values['idle-agents'];
+  const draining = agentCount > 0 && !idle;
   const rate = Number(values.rate);
   const modes = values.only.split(',').map((m) => m.trim()) as Mode[];
   const ruleCounts = values.rules.split(',').map(Number);
   console.log(
-    `payload ${Buffer.byteLength(BODY)} bytes, ${senders} senders${rate > 0 ? ` paced to ${rate} deliveries/s` : ''}, ${agentCount} agents, ${seconds} s per run; load average at start ${load()} (${os.cpus().length} CPUs)`,
+    `payload ${Buffer.byteLength(BODY)} bytes, ${senders} senders${rate > 0 ? ` paced to ${rate} deliveries/s` : ''}, ${agentCount}${idle ? ' idle' : ''} agents, ${seconds} s per run; load average at start ${load()} (${os.cpus().length} CPUs)`,
   );
   const rows: Array<Record<string, string | number>> = [];
   let exactlyOnce = true;
@@ -613,6 +624,7 @@ async function main(): Promise<void> {
             senders,
             agentCount,
             rate,
+            idle,
             () => {
               if (child.pid !== undefined) before = { ...before, sandbox: sandboxCpuSeconds(child.pid) };
               void loopDelay(child); // from here on
@@ -665,8 +677,8 @@ async function main(): Promise<void> {
           console.log(
             `  ${mode}, ${rules} rules: agents' claim_next with a todo ${pp(r.calls.claimMs)}; empty ${pp(r.calls.emptyMs)}; complete ${pp(r.calls.completeMs)}; ${(r.notified / r.posted.ok).toFixed(2)} doorbell notifications heard by the agents a delivery`,
           );
-          // No agents (--agents 0): nothing is claimed, and there is nothing to check.
-          const once = agentCount === 0 || (r.claimed >= r.posted.ok && r.unique === r.claimed);
+          // No agents draining (--agents 0, --idle-agents): nothing is claimed, nothing to check.
+          const once = !draining || (r.claimed >= r.posted.ok && r.unique === r.claimed);
           exactlyOnce &&= once;
           rows.push({
             mode,
@@ -679,15 +691,17 @@ async function main(): Promise<void> {
             rings: r.doorbell.length,
             '202 to ring p50 ms': Number(percentile(r.ringAfterAck, 0.5).toFixed(1)),
             '202 to ring p99 ms': Number(percentile(r.ringAfterAck, 0.99).toFixed(1)),
-            'claimed/s': agentCount === 0 ? 'n/a' : Math.round(r.claimedPerS),
+            'claimed/s': draining ? Math.round(r.claimedPerS) : 'n/a',
             'instance/s': Math.round(instance.rps),
             ratio: `${((r.posted.rps / instance.rps) * 100).toFixed(0)}%`,
             'claimed once':
               agentCount === 0
                 ? 'n/a (no agents)'
-                : once
-                  ? `yes (${r.claimed})`
-                  : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
+                : idle
+                  ? 'n/a (idle agents)'
+                  : once
+                    ? `yes (${r.claimed})`
+                    : `NO: ${r.unique} of ${r.claimed} for ${r.posted.ok}`,
             'non-2xx': r.posted.failed,
             // The server's peak so far: this phase and every one before it in this mode.
             'server peak MB':
