@@ -357,7 +357,7 @@ async function agentPath(
   );
   await Promise.all(agents.map((a) => a.client.subscribeResource({ uri: QUEUE_URI })));
   // With no agents (--agents 0: the hand-off alone), a client of its own sets the rules.
-  const setter = agents[0] ?? (await connectAgent(mcp(ready.load), ready.load.token, () => {}));
+  const setter = agents[0] ?? (await connectAgent(mcp(ready.load), ready.load.token));
   await setter.call('set_webhook_rules', {
     webhook_id: ready.load.webhookId,
     rules: FIVE_RULES.slice(FIVE_RULES.length - rules),

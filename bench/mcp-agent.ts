@@ -27,5 +27,5 @@ export async function connectAgent(url: string, token: string, onRing?: (uri: st
     if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
     return r.structuredContent as Record<string, unknown>;
   };
-  return { client, transport, call };
+  return { client, call };
 }
